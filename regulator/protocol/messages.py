@@ -1,0 +1,211 @@
+"""The eight message kinds of the regulatory log (upstream-core §2.2–§2.3).
+
+Every message carries the envelope (``id``, ``timestamp``, ``source``, ``subject``, ``unit?``)
+and a fixed ``kind``, ``channel`` and ``destination``. Each kind narrows ``source`` (and
+``destination``) to the systems the original allows for it; the single-valued ones default so
+that Python code need not repeat them. All eight are closed.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    Field,
+    JsonValue,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
+
+from regulator.protocol.base import Record
+from regulator.protocol.evidence import EvidenceRef, NonEmptyStr
+from regulator.protocol.vocab import (
+    Confidence,
+    CoordinationKind,
+    FollowUp,
+    Impact,
+    Severity,
+    VsmSystem,
+)
+
+
+class MessageEnvelope(Record):
+    """The fields every message shares. Not a record on its own: each kind narrows it."""
+
+    id: NonEmptyStr
+    timestamp: NonEmptyStr
+    source: VsmSystem
+    subject: NonEmptyStr
+    # Absent = a message about the instance itself (e.g. the post-merge check).
+    unit: str | None = None
+
+
+class AuditFinding(MessageEnvelope):
+    """Independent evidence from S3* (the closeout audit, the post-merge check)."""
+
+    source: Literal["S3*"] = "S3*"
+    kind: Literal["audit-finding"] = "audit-finding"
+    channel: Literal["audit"] = "audit"
+    destination: Literal["S3"] = "S3"
+    severity: Severity
+    invariant: str | None = None
+    observation: NonEmptyStr
+    evidence: list[EvidenceRef]
+    suggested_action: str | None = None
+
+
+class PolicyProposal(MessageEnvelope):
+    """A request to change identity or policy; it never carries the authority to do so."""
+
+    source: Literal["S1", "S3", "S4"]
+    kind: Literal["policy-proposal"] = "policy-proposal"
+    channel: Literal["proposal"] = "proposal"
+    destination: Literal["S5"] = "S5"
+    severity: Severity
+    rationale: NonEmptyStr
+    # Any JSON value, ``null`` included: the original declares it unknown.
+    requested_change: JsonValue
+    evidence: list[EvidenceRef]
+
+    @model_serializer(mode="wrap")
+    def _keep_null_change(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, Any]:
+        # ``exclude_none`` (how every record is written) would drop a ``null`` change, and the
+        # field is required: put it back, in its place.
+        data: dict[str, Any] = handler(self)
+        key = "requestedChange" if info.by_alias else "requested_change"
+        if self.requested_change is not None or key in data:
+            return data
+        if info.exclude is not None and "requested_change" in info.exclude:
+            return data
+        out: dict[str, Any] = {}
+        for name, value in data.items():
+            if name == "evidence":  # the field that follows it
+                out[key] = None
+            out[name] = value
+        out.setdefault(key, None)
+        return out
+
+
+class Constraint(MessageEnvelope):
+    """A downward constraint issued by S5. (The original has no emitter for it.)"""
+
+    source: Literal["S5"] = "S5"
+    kind: Literal["constraint"] = "constraint"
+    channel: Literal["constraint"] = "constraint"
+    destination: Literal["S4", "S3", "S2", "S1"]
+    severity: Severity
+    rule: NonEmptyStr
+    rationale: str | None = None
+
+
+class OperationalSignal(MessageEnvelope):
+    """Ordinary feedback from S1 (at close: emergent decisions and deviations of a report)."""
+
+    source: Literal["S1"] = "S1"
+    kind: Literal["operational-signal"] = "operational-signal"
+    channel: Literal["signal"] = "signal"
+    destination: Literal["S3"] = "S3"
+    severity: Severity
+    observation: NonEmptyStr
+    evidence: list[EvidenceRef]
+
+
+class CoordinationSignal(MessageEnvelope):
+    """S2 to S3: units oscillating, colliding or conflicting. S2 detects; S3 decides."""
+
+    source: Literal["S2"] = "S2"
+    kind: Literal["coordination-signal"] = "coordination-signal"
+    channel: Literal["signal"] = "signal"
+    destination: Literal["S3"] = "S3"
+    severity: Severity
+    coordination: CoordinationKind
+    observation: NonEmptyStr
+    evidence: list[EvidenceRef]
+    resource: str | None = None
+
+
+class IntelligenceSignal(MessageEnvelope):
+    """Environment-facing intelligence from S4: advice, never a decision."""
+
+    source: Literal["S4"] = "S4"
+    kind: Literal["intelligence-signal"] = "intelligence-signal"
+    channel: Literal["intelligence"] = "intelligence"
+    destination: Literal["S3", "S5"]
+    severity: Severity
+    observation: NonEmptyStr
+    evidence: list[EvidenceRef]
+    expires_at: str | None = None
+    claim: NonEmptyStr | None = None
+    confidence: Confidence | None = None
+    observed_at: NonEmptyStr | None = None
+    affected_units: list[NonEmptyStr] | None = None
+
+
+class AlgedonicSignal(MessageEnvelope):
+    """The exceptional path straight to S5; only blocking or critical."""
+
+    source: Literal["S1", "S2", "S3", "S3*", "S4"]
+    kind: Literal["algedonic-signal"] = "algedonic-signal"
+    channel: Literal["algedonic"] = "algedonic"
+    destination: Literal["S5"] = "S5"
+    severity: Literal["blocking", "critical"]
+    observation: NonEmptyStr
+    evidence: list[EvidenceRef]
+    requires_human_attention: bool
+
+
+class UncertaintySignal(MessageEnvelope):
+    """A decision S1 could not settle. It has no ``severity``: the router maps ``impact``."""
+
+    source: Literal["S1"] = "S1"
+    kind: Literal["uncertainty-signal"] = "uncertainty-signal"
+    channel: Literal["signal"] = "signal"
+    destination: Literal["S3"] = "S3"
+    decision: NonEmptyStr
+    reason: NonEmptyStr
+    alternatives: list[NonEmptyStr]
+    consequence: NonEmptyStr
+    impact: Impact
+    recommended_follow_up: FollowUp | None = None
+    evidence: list[EvidenceRef]
+
+
+VsmMessage = Annotated[
+    AuditFinding
+    | PolicyProposal
+    | Constraint
+    | OperationalSignal
+    | CoordinationSignal
+    | IntelligenceSignal
+    | AlgedonicSignal
+    | UncertaintySignal,
+    Field(discriminator="kind"),
+]
+
+# For ``isinstance`` and for building unions elsewhere, in the original's order.
+MESSAGE_MODELS: tuple[type[MessageEnvelope], ...] = (
+    AuditFinding,
+    PolicyProposal,
+    Constraint,
+    OperationalSignal,
+    CoordinationSignal,
+    IntelligenceSignal,
+    AlgedonicSignal,
+    UncertaintySignal,
+)
+
+
+def message_severity(message: MessageEnvelope) -> Severity | None:
+    """The severity a message claims; ``None`` for an uncertainty signal, which has none."""
+    severity: Severity | None = getattr(message, "severity", None)
+    return severity
+
+
+def is_exceptional(message: MessageEnvelope) -> bool:
+    """The original's ``isExceptional``: the algedonic channel, or a critical severity."""
+    return getattr(message, "channel", None) == "algedonic" or message_severity(message) == (
+        "critical"
+    )

@@ -1,0 +1,210 @@
+"""The four policies of a definition: routing, interaction, recovery, budget (upstream-core §3–§4).
+
+All closed, as the original's schemas are, with two optional additions of ours that the
+original's closed schema would refuse: ``waitCeilingMs`` on the interaction policy and
+``people[].osUsers``. A policy file of the original loads unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import Field, field_validator
+
+from regulator.protocol.base import Record
+from regulator.protocol.vocab import (
+    Consumer,
+    FailureCause,
+    MessageKind,
+    RecoveryAction,
+    Severity,
+)
+
+PolicyName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]*$")]
+PositiveInt = Annotated[int, Field(ge=1, strict=True)]
+ModelId = Annotated[str, Field(pattern=r"^[a-z0-9-]+/[^/\s]+$")]
+
+
+class PolicyHeader(Record):
+    name: PolicyName
+    version: PositiveInt
+    description: str
+
+
+# --- routing -------------------------------------------------------------------------------
+
+
+class RoutingRule(Record):
+    kind: MessageKind
+    min_severity: Severity
+    consumer: Consumer
+
+
+class ImpactSeverity(Record):
+    low: Severity
+    medium: Severity
+    high: Severity
+    critical: Severity
+
+
+class RecoveryConsumers(Record):
+    remediate: Consumer
+    replan: Consumer
+    clarify: Consumer
+    pause: Consumer
+    escalate: Consumer
+
+
+class Floor(Record):
+    pattern: str
+    severity: Severity
+    reason: str
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"not a regular expression ({exc})") from None
+        return value
+
+
+class RoutingPolicy(PolicyHeader):
+    rules: list[RoutingRule]
+    impact_severity: ImpactSeverity
+    recovery: RecoveryConsumers
+    blocks_at_or_above: Severity
+    floors: list[Floor] | None = None
+
+    def rule_for(self, kind: str) -> RoutingRule | None:
+        return next((rule for rule in self.rules if rule.kind == kind), None)
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} v{self.version}"
+
+
+# --- interaction ---------------------------------------------------------------------------
+
+
+class Timeouts(Record):
+    recap: Annotated[int, Field(ge=1000, strict=True)]
+    choice: Annotated[int, Field(ge=1000, strict=True)]
+    clarification: Annotated[int, Field(ge=1000, strict=True)]
+    consent: Annotated[int, Field(ge=1000, strict=True)]
+    uat: Annotated[int, Field(ge=1000, strict=True)]
+
+    def for_kind(self, kind: str) -> int:
+        value: int = getattr(self, kind)
+        return value
+
+
+class Attention(Record):
+    blocking_per_attempt: Annotated[int, Field(ge=0, strict=True)]
+
+
+class Person(Record):
+    name: Annotated[str, Field(min_length=1)]
+    resolve_up_to: Severity
+    accept_risk: bool
+    act_as_s5: bool = Field(alias="actAsS5")
+    # Ours: when set, only these OS users may act as this person.
+    os_users: list[Annotated[str, Field(min_length=1)]] | None = None
+
+
+class InteractionPolicy(PolicyHeader):
+    timeouts_ms: Timeouts
+    attention: Attention
+    reminder_after_ms: Annotated[int, Field(ge=60000, strict=True)]
+    people: list[Person]
+    # Ours (documented only in the original): route a unit paused past this under `timeout`.
+    wait_ceiling_ms: Annotated[int, Field(ge=1000, strict=True)] | None = None
+
+    def person(self, name: str) -> Person | None:
+        return next((p for p in self.people if p.name == name), None)
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} v{self.version}"
+
+
+# --- recovery ------------------------------------------------------------------------------
+
+
+class RecoveryRule(Record):
+    cause: FailureCause
+    actions: Annotated[list[RecoveryAction], Field(min_length=1)]
+
+
+class RecoveryPolicy(PolicyHeader):
+    rules: list[RecoveryRule]
+    fallback: Annotated[list[RecoveryAction], Field(min_length=1)]
+
+    def rule_for(self, cause: str) -> RecoveryRule | None:
+        return next((rule for rule in self.rules if rule.cause == cause), None)
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} v{self.version}"
+
+
+# --- budget and models ---------------------------------------------------------------------
+
+
+class Ceiling(Record):
+    tokens: PositiveInt
+    cost: Annotated[float, Field(ge=0)] | None = None
+    wall_clock_ms: PositiveInt
+    turns: PositiveInt
+    attempts: PositiveInt
+
+
+class PartialCeiling(Record):
+    tokens: PositiveInt | None = None
+    cost: Annotated[float, Field(ge=0)] | None = None
+    wall_clock_ms: PositiveInt | None = None
+    turns: PositiveInt | None = None
+    attempts: PositiveInt | None = None
+
+
+class Budgets(Record):
+    default: Ceiling
+    by_unit_type: dict[str, PartialCeiling] | None = None
+
+
+class Route(Record):
+    primary: ModelId
+    fallback: list[ModelId]
+
+
+class Models(Record):
+    default: Route
+    by_unit_type: dict[str, Route] | None = None
+
+
+class Coordination(Record):
+    oscillation_threshold: Annotated[int, Field(ge=2, strict=True)]
+
+
+class BudgetPolicy(PolicyHeader):
+    budgets: Budgets
+    models: Models
+    coordination: Coordination | None = None
+
+    def ceiling_for(self, unit_type: str) -> Ceiling:
+        """The default ceiling overlaid field by field with the unit type's own."""
+        override = (self.budgets.by_unit_type or {}).get(unit_type)
+        if override is None:
+            return self.budgets.default
+        changes = override.model_dump(exclude_none=True)
+        return self.budgets.default.model_copy(update=changes)
+
+    def route_for(self, unit_type: str) -> Route:
+        """The unit type's route if it has one, else the default: routes are not merged."""
+        return (self.models.by_unit_type or {}).get(unit_type, self.models.default)
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} v{self.version}"
