@@ -1,0 +1,222 @@
+"""Where a definition's policies are, and loading them.
+
+The definition an instance runs under is, in order: ``--definition DIR`` when given; else
+``regulator/`` in the repository when it holds a ``policies/`` directory; else the policies this
+project ships. A kind the chosen definition does not define falls back to the shipped file, and
+every policy remembers the file it came from, so ``doctor`` can say which is in force.
+
+A policy that does not validate is refused with every problem listed, each naming the file,
+the line where YAML or JSON can tell it, and the field path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from regulator.protocol.errors import describe_validation_error
+from regulator.protocol.policies import (
+    BudgetPolicy,
+    InteractionPolicy,
+    RecoveryPolicy,
+    RoutingPolicy,
+)
+
+POLICY_KINDS: dict[str, type[BaseModel]] = {
+    "routing": RoutingPolicy,
+    "interaction": InteractionPolicy,
+    "recovery": RecoveryPolicy,
+    "budget": BudgetPolicy,
+}
+# The original names its budget policy `default.json`; accept that name too.
+_STEMS: dict[str, tuple[str, ...]] = {
+    "routing": ("routing",),
+    "interaction": ("interaction",),
+    "recovery": ("recovery",),
+    "budget": ("budget", "default"),
+}
+_SUFFIXES = (".yaml", ".yml", ".json")
+
+# The C loader is several times faster where PyYAML was built with libyaml.
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class PolicyError(Exception):
+    """A policy file that cannot be used; ``problems`` holds one line per problem."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+def shipped_policies_dir() -> Path:
+    """The shipped policies: inside the installed wheel, or ``policies/`` of a source checkout."""
+    package = Path(__file__).resolve().parent.parent
+    for candidate in (package / "_shipped_policies", package.parent / "policies"):
+        if candidate.is_dir():
+            return candidate
+    raise PolicyError([f"{package}: the shipped policies are missing from this installation"])
+
+
+def display_path(path: Path) -> str:
+    """A path as a person would type it: relative to the working directory when inside it."""
+    try:
+        return os.path.relpath(path) if path.is_absolute() and _inside_cwd(path) else str(path)
+    except ValueError:
+        return str(path)
+
+
+def _inside_cwd(path: Path) -> bool:
+    try:
+        path.relative_to(Path.cwd())
+    except ValueError:
+        return False
+    return True
+
+
+def _find_in(directory: Path, kind: str) -> list[Path]:
+    return [
+        directory / f"{stem}{suffix}"
+        for stem in _STEMS[kind]
+        for suffix in _SUFFIXES
+        if (directory / f"{stem}{suffix}").is_file()
+    ]
+
+
+def _line_of(text: str, loc: tuple[int | str, ...]) -> int | None:
+    """The 1-based line of the node at ``loc`` in a YAML (or JSON) text, or its nearest parent's."""
+    try:
+        node: Any = yaml.compose(text, Loader=_Loader)
+    except yaml.YAMLError:
+        return None
+    line = None if node is None else node.start_mark.line + 1
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            match = next((v for k, v in node.value if getattr(k, "value", None) == part), None)
+            if match is None:
+                # An unknown key: point at the key itself when it exists.
+                key = next((k for k, _ in node.value if getattr(k, "value", None) == part), None)
+                return key.start_mark.line + 1 if key is not None else line
+            node = match
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            if part >= len(node.value):
+                return line
+            node = node.value[part]
+        else:
+            return line
+        line = node.start_mark.line + 1
+    return line
+
+
+def load_policy_file(kind: str, path: Path, model: type[M]) -> M:
+    """Load and validate one policy file; every problem is raised at once in a PolicyError."""
+    shown = display_path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PolicyError([f"{shown}: cannot read: {exc}"]) from None
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.load(text, Loader=_Loader)
+    except json.JSONDecodeError as exc:
+        raise PolicyError([f"{shown}:{exc.lineno}: not valid JSON: {exc.msg}"]) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{shown}:{mark.line + 1}" if mark is not None else shown
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise PolicyError([f"{where}: not valid YAML: {problem}"]) from None
+    if not isinstance(data, dict):
+        raise PolicyError([f"{shown}: a {kind} policy is a mapping of fields, not {_kind(data)}"])
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for loc, message in describe_validation_error(exc):
+            line = _line_of(text, loc)
+            problems.append(f"{shown}:{line}: {message}" if line else f"{shown}: {message}")
+        raise PolicyError(problems) from None
+
+
+def _kind(data: object) -> str:
+    return "nothing" if data is None else f"a {type(data).__name__}"
+
+
+@dataclass
+class Definition:
+    """The policies an instance runs under, loaded on first use and then kept."""
+
+    root: Path | None  # None: the shipped definition
+    _cache: dict[str, BaseModel] = field(default_factory=dict, repr=False)
+
+    @property
+    def policies_dir(self) -> Path:
+        return self.root / "policies" if self.root is not None else shipped_policies_dir()
+
+    def source(self, kind: str) -> Path:
+        """The file the policy of ``kind`` is read from (refusing an ambiguous definition)."""
+        found = _find_in(self.policies_dir, kind) if self.root is not None else []
+        if len(found) > 1:
+            names = ", ".join(display_path(p) for p in found)
+            raise PolicyError([f"{names}: more than one file defines the {kind} policy"])
+        if found:
+            return found[0]
+        shipped = _find_in(shipped_policies_dir(), kind)
+        if not shipped:
+            raise PolicyError([f"{shipped_policies_dir()}: no shipped {kind} policy"])
+        return shipped[0]
+
+    def is_shipped(self, kind: str) -> bool:
+        return self.source(kind).parent == shipped_policies_dir()
+
+    def _get(self, kind: str, model: type[M]) -> M:
+        cached = self._cache.get(kind)
+        if cached is None:
+            cached = load_policy_file(kind, self.source(kind), model)
+            self._cache[kind] = cached
+        assert isinstance(cached, model)
+        return cached
+
+    @property
+    def routing(self) -> RoutingPolicy:
+        return self._get("routing", RoutingPolicy)
+
+    @property
+    def interaction(self) -> InteractionPolicy:
+        return self._get("interaction", InteractionPolicy)
+
+    @property
+    def recovery(self) -> RecoveryPolicy:
+        return self._get("recovery", RecoveryPolicy)
+
+    @property
+    def budget(self) -> BudgetPolicy:
+        return self._get("budget", BudgetPolicy)
+
+    def check(self) -> dict[str, list[str]]:
+        """Load every policy; per kind, the problems (empty when it loaded)."""
+        result: dict[str, list[str]] = {}
+        for kind, model in POLICY_KINDS.items():
+            try:
+                self._get(kind, model)
+                result[kind] = []
+            except PolicyError as exc:
+                result[kind] = exc.problems
+        return result
+
+
+def load_definition(instance_root: Path | None, override: Path | None = None) -> Definition:
+    """The definition in force for an instance (see the module's docstring for the order)."""
+    if override is not None:
+        if not override.is_dir():
+            raise PolicyError([f"{display_path(override)}: --definition is not a directory"])
+        return Definition(override.resolve())
+    if instance_root is not None and (instance_root / "regulator" / "policies").is_dir():
+        return Definition((instance_root / "regulator").resolve())
+    return Definition(None)
