@@ -1,0 +1,57 @@
+"""What every command needs: the instance, its definition, and errors turned into refusals."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from regulator.cli.main import CliError
+from regulator.policy import Definition, PolicyError, load_definition
+from regulator.store import Layout, StoreError, find_instance
+
+
+def instance_root(args: argparse.Namespace) -> Path:
+    """The instance named by ``--instance``, else the nearest one upward from here."""
+    given = getattr(args, "instance", None)
+    if given is not None:
+        root = Path(given)
+        if not (root / ".regulator").is_dir():
+            raise CliError(f"{given}: not an instance (no .regulator/ there; run `regulator init`)")
+        return root.resolve()
+    found = find_instance(Path.cwd())
+    if found is None:
+        raise CliError(
+            f"{Path.cwd()}: no instance here or above (no .regulator/); "
+            "run `regulator init` or pass --instance DIR"
+        )
+    return found
+
+
+def layout(args: argparse.Namespace) -> Layout:
+    return Layout(instance_root(args))
+
+
+def definition(args: argparse.Namespace, root: Path | None) -> Definition:
+    override = getattr(args, "definition", None)
+    with refusals():
+        return load_definition(root, Path(override) if override is not None else None)
+
+
+@contextmanager
+def refusals() -> Iterator[None]:
+    """Turn the core's refusals into the CLI's: one ``regulator: …`` line each, exit 1."""
+    try:
+        yield
+    except PolicyError as exc:
+        raise CliError("\n".join(exc.problems)) from None
+    except StoreError as exc:
+        raise CliError(str(exc)) from None
+
+
+def print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")

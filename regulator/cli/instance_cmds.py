@@ -1,0 +1,70 @@
+"""``init``, ``doctor`` and ``status``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from regulator.cli.context import definition, instance_root, print_json, refusals
+from regulator.cli.main import CliError
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from regulator.gitops import GitError
+    from regulator.instance import InitError, init_instance
+
+    override = getattr(args, "definition", None)
+    with refusals():
+        try:
+            result = init_instance(
+                Path(args.dir),
+                by=args.by,
+                definition=Path(override) if override is not None else None,
+            )
+        except (InitError, GitError) as exc:
+            raise CliError(str(exc)) from None
+    manifest = result.manifest
+    print(f"instance ready at {result.root}/.regulator (initialized by {manifest.initialized_by})")
+    print(f"definition: {manifest.definition.root}")
+    print(f"canaries: {result.canaries} value(s) from .env")
+    if result.gitignore_commit:
+        print(f"committed {result.gitignore_commit[:7]}: .gitignore ignores .regulator/")
+    else:
+        print(".gitignore already ignores .regulator/; nothing to commit")
+    print("next: `regulator doctor`, then `regulator status`")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from regulator.doctor import run_doctor
+
+    root = instance_root(args)
+    report = run_doctor(root, definition(args, root))
+    if args.json:
+        print_json(report.to_json())
+    else:
+        for check in report.checks:
+            mark = "ok     " if check.ok else "PROBLEM"
+            print(f"{mark} {check.name:<17} {check.detail}")
+            for problem in check.problems:
+                print(f"        {'':<17} {problem}")
+        print(f"{report.problem_count} problem(s)")
+    return 0 if report.problem_count == 0 else 1
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from regulator.status import build_status, render_status_text
+
+    root = instance_root(args)
+    defn = definition(args, root)
+    with refusals():
+        view = build_status(root, defn)
+    if args.json:
+        print_json(view)
+    else:
+        print(render_status_text(view), end="")
+    # The view is still shown, but a refused policy is a refusal: say so and exit 1.
+    refused = view["definition"]["problems"]
+    if refused:
+        raise CliError("\n".join(refused))
+    return 0

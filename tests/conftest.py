@@ -1,0 +1,58 @@
+"""Fixtures shared by the suite: throwaway git repositories and instances."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# Tests commit in throwaway repositories; give git a committer whatever the machine has.
+os.environ.setdefault("GIT_AUTHOR_NAME", "regulator-tests")
+os.environ.setdefault("GIT_AUTHOR_EMAIL", "tests@regulator.invalid")
+os.environ.setdefault("GIT_COMMITTER_NAME", "regulator-tests")
+os.environ.setdefault("GIT_COMMITTER_EMAIL", "tests@regulator.invalid")
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A git repository with one commit."""
+    root = tmp_path / "project"
+    root.mkdir()
+    git(root, "init", "--quiet", "--initial-branch=main")
+    (root / "README.md").write_text("# a project\n")
+    git(root, "add", "README.md")
+    git(root, "commit", "--quiet", "-m", "initial")
+    return root
+
+
+def run_cli(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``regulator ARGS`` as a separate process, the way a person runs it."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "regulator", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def instance(repo: Path) -> Iterator[Path]:
+    """An initialized instance on the shipped policies."""
+    result = run_cli("init", "--by", "alice", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    yield repo
