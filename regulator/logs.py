@@ -24,6 +24,7 @@ from regulator.protocol.execution import (
     WorkContract,
 )
 from regulator.protocol.memory import parse_memory_line
+from regulator.protocol.ours import Provenance, Receipt
 from regulator.store import Layout
 from regulator.store.ndjson import Problem, TailReader
 from regulator.store.records import read_bytes
@@ -48,6 +49,8 @@ def instance_logs(layout: Layout) -> list[LogSpec]:
         LogSpec(layout.audit, parse_audit_line),
         LogSpec(layout.effects, parse_effect_line),
         LogSpec(layout.memory, parse_memory_line),
+        LogSpec(layout.provenance, _model_parser(Provenance)),
+        LogSpec(layout.receipts, _model_parser(Receipt)),
     ]
     for unit_id in layout.list_units():
         logs += [

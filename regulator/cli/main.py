@@ -114,7 +114,215 @@ def build_parser() -> argparse.ArgumentParser:
         "regulator status --json",
     )
     p.add_argument("--json", action="store_true", help="print the read model as JSON")
+
+    _obligation_commands(sub)
+    _delivery_commands(sub)
+    _memory_identity_commands(sub)
     return parser
+
+
+def _by(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--by", metavar="WHO", required=True, help="the person acting, as the policy names them"
+    )
+
+
+def _obligation_commands(sub: Any) -> None:
+    h = "regulator.cli.obligation_cmds"
+    p = _command(
+        sub,
+        "obligations",
+        f"{h}:cmd_obligations",
+        "list what is owed: open and acknowledged obligations (--all: every one)",
+        "regulator obligations --owed-to human",
+    )
+    p.add_argument("--all", action="store_true", help="include what was dispositioned")
+    p.add_argument(
+        "--owed-to", metavar="CONSUMER", help="only those owed to CONSUMER (S3, S5, human…)"
+    )
+    p.add_argument("--unit", metavar="U", help="only those naming unit U")
+    p.add_argument("--json", action="store_true", help="print the obligations as JSON")
+
+    ob = sub.add_parser(
+        "obligation",
+        help="show, acknowledge, resolve or escalate one obligation",
+        description="show, acknowledge, resolve or escalate one obligation (full id or prefix)",
+    )
+    ob.set_defaults(_parser=ob)
+    obs = ob.add_subparsers(metavar="ACTION", title="actions", parser_class=_Parser)
+    p = _command(
+        obs,
+        "show",
+        f"{h}:cmd_show",
+        "one obligation: its sources and every event since it was opened",
+        "regulator obligation show 3f2a",
+    )
+    p.add_argument("id", metavar="ID", help="obligation id or unique prefix")
+    p.add_argument("--json", action="store_true", help="print the obligation as JSON")
+    p = _command(
+        obs,
+        "ack",
+        f"{h}:cmd_ack",
+        "acknowledge: seen by someone who may handle it; not a disposition, the veto stands",
+        "regulator obligation ack 3f2a --by alice --note 'looking at it'",
+    )
+    p.add_argument("id", metavar="ID", help="obligation id or unique prefix")
+    _by(p)
+    p.add_argument("--note", metavar="TEXT", help="an optional note")
+    p = _command(
+        obs,
+        "resolve",
+        f"{h}:cmd_resolve",
+        "close an obligation with a disposition and a rationale",
+        "regulator obligation resolve 3f2a --by alice --disposition fixed --rationale 'merged'",
+    )
+    p.add_argument("id", metavar="ID", help="obligation id or unique prefix")
+    _by(p)
+    p.add_argument(
+        "--disposition",
+        required=True,
+        metavar="D",
+        help="no-action, accepted-risk, "
+        "rework, replan, fixed, verified, rejected, accepted, research-requested, "
+        "audit-requested or policy-clarification-requested",
+    )
+    p.add_argument("--rationale", required=True, metavar="TEXT", help="why")
+    p = _command(
+        obs,
+        "escalate",
+        f"{h}:cmd_escalate",
+        "hand an obligation to another consumer: a successor is opened, this one closes",
+        "regulator obligation escalate 3f2a --by bob --to human --rationale 'needs alice'",
+    )
+    p.add_argument("id", metavar="ID", help="obligation id or unique prefix")
+    _by(p)
+    p.add_argument("--to", required=True, metavar="CONSUMER", help="S1…S5, S3* or human")
+    p.add_argument("--rationale", required=True, metavar="TEXT", help="why")
+
+    p = _command(
+        sub,
+        "answer",
+        f"{h}:cmd_answer",
+        "answer a question a unit asked (an interaction obligation)",
+        "regulator answer 3f2a --by alice --answer yes",
+    )
+    p.add_argument("id", metavar="OBLIGATION", help="obligation id or unique prefix")
+    _by(p)
+    p.add_argument("--answer", required=True, metavar="TEXT", help="the answer")
+
+    sig = sub.add_parser("signals", help="route the regulatory log's unrouted messages")
+    sig.set_defaults(_parser=sig)
+    sigs = sig.add_subparsers(metavar="ACTION", title="actions", parser_class=_Parser)
+    p = _command(
+        sigs,
+        "route",
+        f"{h}:cmd_route",
+        "route every unrouted message under the routing policy, then deliver what is owed",
+        "regulator signals route",
+    )
+
+
+def _delivery_commands(sub: Any) -> None:
+    h = "regulator.cli.delivery_cmds"
+    _command(
+        sub,
+        "remind",
+        f"{h}:cmd_remind",
+        "one delivery tick: deliver what is owed to a person, remind what is due",
+        "regulator remind",
+    )
+    p = _command(
+        sub,
+        "watch",
+        f"{h}:cmd_watch",
+        "deliver and remind on every tick and forward new outbox lines to a command",
+        "regulator watch --interval 30000 --exec notify-send regulator",
+    )
+    p.add_argument("--once", action="store_true", help="run one tick; exit 1 if a forward failed")
+    p.add_argument("--interval", type=int, default=60000, metavar="MS", help="ms between ticks")
+    p.add_argument(
+        "--exec",
+        nargs=argparse.REMAINDER,
+        metavar="CMD",
+        dest="exec_command",
+        help="the channel command: each new outbox line is passed as its last argument",
+    )
+    p = _command(
+        sub,
+        "effects",
+        f"{h}:cmd_effects",
+        "the effect journal: every side effect, intended, committed, confirmed or absent",
+        "regulator effects",
+    )
+    p.add_argument("--json", action="store_true", help="print the journal's states as JSON")
+    p = _command(
+        sub,
+        "attention",
+        "regulator.cli.attention_cmds:cmd_attention",
+        "the attention spent: questions asked, answered, timed out, reminders, time to answer",
+        "regulator attention --since 7d",
+    )
+    p.add_argument("--person", metavar="P", help="only what person P answered")
+    p.add_argument("--since", metavar="AGE", default="7d", help="how far back: 12h, 7d, 4w")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON")
+
+
+def _memory_identity_commands(sub: Any) -> None:
+    h = "regulator.cli.memory_cmds"
+    mem = _command(
+        sub,
+        "memory",
+        f"{h}:cmd_memory",
+        "operational memory: current facts with provenance and an expiry (--all: every state)",
+        "regulator memory --all",
+    )
+    mem.add_argument("--all", action="store_true", help="include expired and retracted entries")
+    mem.add_argument("--json", action="store_true", help="print the entries as JSON")
+    mems = mem.add_subparsers(metavar="ACTION", title="actions", parser_class=_Parser)
+    p = _command(
+        mems,
+        "retract",
+        f"{h}:cmd_retract",
+        "retract a memory entry: it is no longer rendered into units' context",
+        "regulator memory retract 9c1e --by alice --reason 'the mirror moved'",
+    )
+    p.add_argument("id", metavar="ID", help="memory entry id or unique prefix")
+    _by(p)
+    p.add_argument("--reason", required=True, metavar="TEXT", help="why")
+
+    ident = sub.add_parser("identity", help="S5: decide a policy proposal owed to S5")
+    ident.set_defaults(_parser=ident)
+    idents = ident.add_subparsers(metavar="ACTION", title="actions", parser_class=_Parser)
+    p = _command(
+        idents,
+        "accept",
+        "regulator.cli.identity_cmds:cmd_accept",
+        "accept a proposal: write the identity file from PATH, commit it, resolve as accepted",
+        "regulator identity accept 3f2a --by alice --file INVARIANTS.md --from new.md "
+        "--rationale 'agreed'",
+    )
+    p.add_argument("id", metavar="OBLIGATION", help="the policy-proposal obligation")
+    _by(p)
+    p.add_argument(
+        "--file",
+        required=True,
+        metavar="NAME",
+        help="IDENTITY.md, INVARIANTS.md, GLOSSARY.md or BOUNDARIES.md",
+    )
+    p.add_argument(
+        "--from", required=True, dest="from_path", metavar="PATH", help="the file's new content"
+    )
+    p.add_argument("--rationale", required=True, metavar="TEXT", help="why")
+    p = _command(
+        idents,
+        "reject",
+        "regulator.cli.identity_cmds:cmd_reject",
+        "reject a proposal: identity unchanged, the obligation resolved as rejected",
+        "regulator identity reject 3f2a --by alice --rationale 'out of scope'",
+    )
+    p.add_argument("id", metavar="OBLIGATION", help="the policy-proposal obligation")
+    _by(p)
+    p.add_argument("--rationale", required=True, metavar="TEXT", help="why")
 
 
 def _run(handler_path: str, args: argparse.Namespace) -> int:
@@ -131,7 +339,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         getattr(args, "_parser", parser).error(f"unrecognized arguments: {' '.join(extra)}")
     handler = getattr(args, "_handler", None)
     if handler is None:
-        parser.print_help(sys.stderr)
+        getattr(args, "_parser", parser).print_help(sys.stderr)
         return 2
     try:
         return _run(handler, args)

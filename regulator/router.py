@@ -1,0 +1,142 @@
+"""The router: S3 turning messages into obligations under the routing policy (upstream-core §3).
+
+For every message no routing event cites yet, in log order: the rule for its kind, its
+effective severity (an uncertainty's impact mapped through ``impactSeverity``, then raised by
+any floor whose pattern the message's text matches), and then either a note saying why it
+opens nothing, or one obligation per unit it affects. Routing runs in one transaction under the
+log's lock, so it is idempotent even when two processes route at once.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import lru_cache
+
+from regulator.clock import parse_iso
+from regulator.ledger import Ledger, Transaction
+from regulator.policy import Definition
+from regulator.protocol.messages import IntelligenceSignal, UncertaintySignal, VsmMessage
+from regulator.protocol.obligations import ObligationState
+from regulator.protocol.policies import RoutingPolicy
+from regulator.protocol.vocab import SEVERITY_ORDER, severity_at_least
+
+
+@lru_cache(maxsize=64)
+def _floor_regex(pattern: str) -> re.Pattern[str]:
+    # ASCII: JavaScript's \d and \b, which the original's patterns were written for.
+    return re.compile(pattern, re.ASCII)
+
+
+def floor_text(message: VsmMessage) -> str:
+    """What floors are matched against: subject, observation, rationale — not ``invariant``."""
+    observation = getattr(message, "observation", None) or ""
+    rationale = getattr(message, "rationale", None) or ""
+    return f"{message.subject}\n{observation}\n{rationale}"
+
+
+def effective_severity(message: VsmMessage, policy: RoutingPolicy) -> str:
+    if isinstance(message, UncertaintySignal):
+        severity: str = getattr(policy.impact_severity, message.impact)
+    else:
+        severity = message.severity
+    text = floor_text(message)
+    for floor in policy.floors or []:
+        if SEVERITY_ORDER[severity] < SEVERITY_ORDER[floor.severity] and _floor_regex(
+            floor.pattern
+        ).search(text):
+            severity = floor.severity
+    return severity
+
+
+@dataclass
+class Noted:
+    message: VsmMessage
+    reason: str
+
+
+@dataclass
+class RoutingResult:
+    opened: list[ObligationState] = field(default_factory=list)
+    noted: list[Noted] = field(default_factory=list)
+
+
+def route_in(
+    txn: Transaction, policy: RoutingPolicy, *, now: datetime, by: str = "S3"
+) -> RoutingResult:
+    """Route every unrouted message inside an open transaction."""
+    result = RoutingResult()
+    for message in txn.log.unrouted():
+        rule = policy.rule_for(message.kind)
+        severity = effective_severity(message, policy)
+        reason = None
+        if rule is None:
+            reason = f"{policy.label} has no rule for {message.kind}"
+        elif not severity_at_least(severity, rule.min_severity):
+            reason = (
+                f"{severity} is below {rule.min_severity}, the {policy.label} line for "
+                f"{message.kind}"
+            )
+        elif (
+            isinstance(message, IntelligenceSignal)
+            and message.expires_at
+            and _expired(message.expires_at, now)
+        ):
+            reason = (
+                f"intelligence expired at {message.expires_at}; stale evidence cannot raise "
+                "an obligation"
+            )
+        if reason is not None or rule is None:
+            txn.note(message.id, by, reason or "")
+            result.noted.append(Noted(message, reason or ""))
+            continue
+        blocks = severity_at_least(severity, policy.blocks_at_or_above)
+        if isinstance(message, IntelligenceSignal) and message.affected_units:
+            units: list[str | None] = list(dict.fromkeys(message.affected_units))
+        else:
+            units = [message.unit]
+        for unit in units:
+            result.opened.append(
+                txn.open(
+                    subject=message.subject,
+                    unit=unit,
+                    concern=message.kind,
+                    sources=[message.id],
+                    severity=severity,
+                    consumer=rule.consumer,
+                    # A unit-less obligation never vetoes, except an audit finding about the
+                    # instance itself (a red base after a merge holds every unit).
+                    blocks=blocks and (unit is not None or message.kind == "audit-finding"),
+                    opened_by=by,
+                )
+            )
+    return result
+
+
+def _expired(expires_at: str, now: datetime) -> bool:
+    try:
+        return parse_iso(expires_at) <= now
+    except ValueError:
+        # The original's Date.parse gives NaN for junk, and NaN <= now is false: not expired.
+        return False
+
+
+def route_messages(ledger: Ledger, policy: RoutingPolicy, *, by: str = "S3") -> RoutingResult:
+    with ledger.transaction() as txn:
+        return route_in(txn, policy, now=ledger.clock(), by=by)
+
+
+@dataclass
+class RouteAndDeliver:
+    routing: RoutingResult
+    delivered: int
+
+
+def route_and_deliver(ledger: Ledger, definition: Definition) -> RouteAndDeliver:
+    """The loop's routing step: route what is unrouted, then deliver what is owed a person."""
+    from regulator.delivery import deliver_pending
+
+    routing = route_messages(ledger, definition.routing)
+    delivered = deliver_pending(ledger, definition)
+    return RouteAndDeliver(routing, len(delivered))
