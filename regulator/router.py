@@ -138,5 +138,5 @@ def route_and_deliver(ledger: Ledger, definition: Definition) -> RouteAndDeliver
     from regulator.delivery import deliver_pending
 
     routing = route_messages(ledger, definition.routing)
-    delivered = deliver_pending(ledger, definition)
+    delivered = deliver_pending(ledger)
     return RouteAndDeliver(routing, len(delivered))

@@ -1,0 +1,126 @@
+"""``remind``, ``watch`` and ``effects``: delivery to people and the effect journal."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from regulator.cli.context import definition, instance_root, print_json, refusals
+from regulator.cli.main import CliError, UsageError
+from regulator.store import Layout, StoreError
+
+
+def _safe(text: str) -> str:
+    # Records may hold terminal escapes (ANSI CSI, OSC 52): show them, never let them act.
+    if text.isprintable():
+        return text
+    return "".join(_safe_char(ch) for ch in text)
+
+
+def _safe_char(ch: str) -> str:
+    if ch == "\n" or ch == " " or ch.isprintable():
+        return ch
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+@contextmanager
+def _core_refusals() -> Iterator[None]:
+    """The core's refusals as the CLI's: ``regulator: <message>``, exit 1."""
+    from regulator.effect_journal import EffectJournalError
+    from regulator.ledger import LedgerError
+
+    with refusals():
+        try:
+            yield
+        except (LedgerError, EffectJournalError) as exc:
+            raise CliError(str(exc)) from None
+
+
+def cmd_remind(args: argparse.Namespace) -> int:
+    from regulator.delivery import remind_due
+    from regulator.describe import describe_obligation
+    from regulator.effect_journal import EffectJournal
+    from regulator.ledger import Ledger
+
+    root = instance_root(args)
+    defn = definition(args, root)
+    with _core_refusals():
+        policy = defn.interaction
+        layout = Layout(root)
+        items = remind_due(Ledger(layout), EffectJournal(layout), layout, policy)
+    for item in items:
+        word = "reminded" if item.reminder else "delivered"
+        print(f"{word:<9} {_safe(describe_obligation(item.obligation))}")
+    print(f"{len(items)} delivered")
+    return 0
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from regulator.delivery import watch_tick
+    from regulator.effect_journal import EffectJournal, EffectJournalError
+    from regulator.ledger import Ledger, LedgerError
+
+    once: bool = args.once
+    command: list[str] | None = args.exec_command
+    if command is not None:
+        # Everything after --exec is the command, except a literal --once (the original's rule).
+        once = once or "--once" in command
+        command = [part for part in command if part != "--once"]
+        if not command:
+            raise UsageError("--exec needs a command: --exec CMD [ARG…]")
+    if args.interval < 1:
+        raise UsageError(f"--interval must be at least 1 ms, not {args.interval}")
+    root = instance_root(args)
+    defn = definition(args, root)
+    with _core_refusals():
+        policy = defn.interaction
+    layout = Layout(root)
+    ledger = Ledger(layout)
+    journal = EffectJournal(layout)
+    try:
+        while True:
+            try:
+                report = watch_tick(ledger, journal, layout, policy, command=command)
+            except (StoreError, LedgerError, EffectJournalError, OSError) as exc:
+                if once:
+                    raise CliError(str(exc)) from None
+                # A watcher is a process nothing restarts: say what went wrong and keep going.
+                print(f"regulator: {_safe(str(exc))}", file=sys.stderr, flush=True)
+            else:
+                print(_safe(report.summary()), flush=True)
+                for note in report.notes:
+                    print(f"regulator watch: {_safe(note)}", file=sys.stderr, flush=True)
+                if once:
+                    return 1 if report.failed else 0
+            time.sleep(args.interval / 1000)
+    except KeyboardInterrupt:
+        return 0  # interrupting is how a watcher is stopped
+
+
+def cmd_effects(args: argparse.Namespace) -> int:
+    from regulator.effect_journal import EffectJournal
+
+    layout = Layout(instance_root(args))
+    with _core_refusals():
+        journal = EffectJournal(layout)
+        states = journal.states()
+    for problem in journal.problems:
+        print(f"problem: {_safe(str(problem))}", file=sys.stderr)
+    if args.json:
+        print_json([state.to_json() for state in states])
+        return 0
+    if not states:
+        print("no effects journaled")
+    for s in states:
+        result = f" — {s.result}" if s.result else ""
+        print(
+            _safe(
+                f"{s.status:<9} {s.key}  {s.tool}  {s.unit_id or '-'}  {s.intended_at}  "
+                f"{s.description}{result}"
+            )
+        )
+    return 0
