@@ -25,7 +25,6 @@ Differences from the original, each for a failure it did not handle:
 from __future__ import annotations
 
 import subprocess
-import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -39,6 +38,7 @@ from regulator.protocol.obligations import ObligationState
 from regulator.protocol.policies import InteractionPolicy
 from regulator.protocol.vocab import TERMINAL_STATUSES
 from regulator.store import Layout, RecordNotFound, locked_log, read_bytes, write_text_atomic
+from regulator.text import visible
 
 TOOL = "deliver"
 CHANNEL = "outbox"
@@ -91,17 +91,9 @@ def deliver_key(o: ObligationState) -> str:
 def _one_line(text: str) -> str:
     # A line break would split the delivery into two outbox lines (the original's rule: a space).
     text = text.replace("\r", " ").replace("\n", " ")
-    if text.isprintable():
-        return text
     # Ours: other control characters (ANSI CSI, OSC 52, NUL) are written as visible escapes,
     # so neither a terminal tailing the outbox nor the channel command acts on them.
-    return "".join(_visible(ch) for ch in text)
-
-
-def _visible(ch: str) -> str:
-    if ch.isprintable() or ch == "\t" or unicodedata.category(ch) != "Cc":
-        return ch
-    return f"\\x{ord(ch):02x}"
+    return visible(text)
 
 
 def outbox_line(key: str, at: str, o: ObligationState, *, reminder: bool) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from regulator.protocol.obligations import ObligationState
 from regulator.protocol.vocab import TERMINAL_STATUSES
+from regulator.text import visible
 
 
 def delivery_text(o: ObligationState) -> str:
@@ -16,7 +17,15 @@ def delivery_text(o: ObligationState) -> str:
 
 
 def describe_obligation(o: ObligationState) -> str:
-    """``status consumer severity veto id8  concern  subject  (unit u)  delivered …`` + details."""
+    """``status consumer severity veto id8  concern  subject  (unit u)  delivered …`` + details.
+
+    Record text (subject, question, rationale) is made visible: no escape sequence it holds
+    reaches the terminal as one.
+    """
+    return visible(_describe(o), newlines=True)
+
+
+def _describe(o: ObligationState) -> str:
     veto = "veto " if o.blocks and o.status not in TERMINAL_STATUSES else "     "
     line = (
         f"{o.status:<12} {o.consumer:<5} {o.severity:<8} {veto}{o.id[:8]}  {o.concern}  {o.subject}"

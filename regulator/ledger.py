@@ -91,6 +91,28 @@ def terminal_refusal(state: ObligationState) -> str:
     )
 
 
+def write_provenance(layout: Layout, event_ids: list[str], actor: Actor, clock: Clock) -> None:
+    """One ``provenance.ndjson`` line per event a person made: who actually typed it."""
+    at = now_iso(clock)
+    lines = [
+        json_line(
+            Provenance.model_validate(
+                {
+                    "eventId": event_id,
+                    "via": actor.via,
+                    "osUser": actor.os_user,
+                    "host": actor.host,
+                    "pid": actor.pid,
+                    "at": at,
+                }
+            )
+        )
+        for event_id in event_ids
+    ]
+    with locked_log(layout.provenance) as out:
+        out.append(lines)
+
+
 class Transaction:
     """The lines of one act, validated against the log as it stands under the lock."""
 
@@ -338,28 +360,8 @@ class Ledger:
             if txn.lines:
                 out.append(txn.lines)
         if txn.lines and actor is not None:
-            self._provenance(txn.events, actor)
+            write_provenance(self.layout, [cast(Any, e).id for e in txn.events], actor, self.clock)
         self.log.refresh()
-
-    def _provenance(self, events: list[Record], actor: Actor) -> None:
-        at = now_iso(self.clock)
-        lines = [
-            json_line(
-                Provenance.model_validate(
-                    {
-                        "eventId": cast(Any, event).id,  # every event of the log has an id
-                        "via": actor.via,
-                        "osUser": actor.os_user,
-                        "host": actor.host,
-                        "pid": actor.pid,
-                        "at": at,
-                    }
-                )
-            )
-            for event in events
-        ]
-        with locked_log(self.layout.provenance) as out:
-            out.append(lines)
 
     # -- single acts, each its own transaction ---------------------------------------------
 

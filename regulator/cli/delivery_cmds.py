@@ -11,20 +11,12 @@ from contextlib import contextmanager
 from regulator.cli.context import definition, instance_root, print_json, refusals
 from regulator.cli.main import CliError, UsageError
 from regulator.store import Layout, StoreError
+from regulator.text import visible
 
 
 def _safe(text: str) -> str:
     # Records may hold terminal escapes (ANSI CSI, OSC 52): show them, never let them act.
-    if text.isprintable():
-        return text
-    return "".join(_safe_char(ch) for ch in text)
-
-
-def _safe_char(ch: str) -> str:
-    if ch == "\n" or ch == " " or ch.isprintable():
-        return ch
-    code = ord(ch)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return visible(text, newlines=True)
 
 
 @contextmanager
