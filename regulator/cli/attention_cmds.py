@@ -1,0 +1,34 @@
+"""``attention``: what the instance's questions have cost the people who answer them."""
+
+from __future__ import annotations
+
+import argparse
+
+from regulator.cli.context import definition, instance_root, print_json, refusals
+from regulator.cli.main import UsageError
+
+
+def cmd_attention(args: argparse.Namespace) -> int:
+    from regulator.attention import attention_report, parse_age, render_attention
+    from regulator.clock import system_clock
+    from regulator.regulatory_log import RegulatoryLog
+    from regulator.store import Layout
+
+    try:
+        since = parse_age(args.since)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    root = instance_root(args)
+    with refusals():
+        cap = definition(args, root).interaction.attention.blocking_per_attempt
+        log = RegulatoryLog(Layout(root))
+        log.refresh()
+    report = attention_report(
+        log, system_clock(), since=since, person=args.person, blocking_per_attempt=cap
+    )
+    if args.json:
+        print_json(report.to_json())
+    else:
+        for line in render_attention(report):
+            print(line)
+    return 0

@@ -1,0 +1,65 @@
+"""``identity accept`` and ``identity reject``: the S5 decision on a policy proposal."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from regulator.cli.context import definition, instance_root, refusals
+from regulator.cli.main import CliError, UsageError
+
+
+def _decide(args: argparse.Namespace, *, accept: bool) -> str:
+    from regulator.identity import (
+        IdentityRefusal,
+        IdentityUsageError,
+        accept_proposal,
+        reject_proposal,
+    )
+    from regulator.instance import os_user
+    from regulator.ledger import Actor, Ledger, LedgerError
+    from regulator.store import Layout
+
+    root = instance_root(args)
+    actor = Actor(via="cli", os_user=os_user())
+    with refusals():
+        policy = definition(args, root).interaction
+        ledger = Ledger(Layout(root))
+        try:
+            if accept:
+                done = accept_proposal(
+                    ledger,
+                    policy,
+                    args.id,
+                    args.by,
+                    actor,
+                    file=args.file,
+                    source=Path(args.from_path),
+                    rationale=args.rationale,
+                )
+                return (
+                    f"proposal {done.obligation.id[:8]} accepted by {args.by} (S5): "
+                    f"{done.path} committed as {done.sha[:7]} on {done.branch}; "
+                    "the obligation is resolved as accepted"
+                )
+            state = reject_proposal(
+                ledger, policy, args.id, args.by, actor, rationale=args.rationale
+            )
+            return (
+                f"proposal {state.id[:8]} rejected by {args.by} (S5): {args.rationale}; "
+                "identity unchanged"
+            )
+        except IdentityUsageError as exc:
+            raise UsageError(str(exc)) from None
+        except (IdentityRefusal, LedgerError) as exc:
+            raise CliError(str(exc)) from None
+
+
+def cmd_accept(args: argparse.Namespace) -> int:
+    print(_decide(args, accept=True))
+    return 0
+
+
+def cmd_reject(args: argparse.Namespace) -> int:
+    print(_decide(args, accept=False))
+    return 0

@@ -1,0 +1,75 @@
+"""``memory`` and ``memory retract``: operational memory, with the original's lines."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from regulator.cli.context import definition, instance_root, print_json, refusals
+from regulator.cli.main import CliError
+from regulator.memory_store import MemoryState
+from regulator.text import visible
+
+
+def memory_line(state: MemoryState) -> str:
+    """``status id8  subject: note  (by who in unit @rev7, recorded → review date)``."""
+    e = state.entry
+    where = f" in {e.unit}" if e.unit else ""
+    rev = f" @{e.revision[:7]}" if e.revision else ""
+    line = (
+        f"{state.status:<9} {e.id[:8]}  {e.subject}: {e.note}  "
+        f"(by {e.recorded_by}{where}{rev}, {e.recorded_at[:10]} → review {e.review_by[:10]})"
+    )
+    if state.retraction is not None:
+        r = state.retraction
+        line += f"\n          retracted by {r.by}: {r.reason}"
+    return visible(line, newlines=True)
+
+
+def cmd_memory(args: argparse.Namespace) -> int:
+    from regulator.memory_store import MemoryStore
+    from regulator.store import Layout
+
+    store = MemoryStore(Layout(instance_root(args)))
+    with refusals():
+        states = store.states()
+    shown = states if args.all else [s for s in states if s.status == "current"]
+    for problem in store.problems:
+        print(f"regulator: {visible(str(problem))}", file=sys.stderr)
+    if args.json:
+        print_json([s.to_json() for s in shown])
+        return 0
+    if not shown:
+        print(
+            "nothing current; --all shows expired and retracted entries"
+            if states
+            else "no memory recorded"
+        )
+    for state in shown:
+        print(memory_line(state))
+    print(f"{len(shown)} shown of {len(states)}")
+    return 0
+
+
+def cmd_retract(args: argparse.Namespace) -> int:
+    from regulator.instance import os_user
+    from regulator.ledger import Actor
+    from regulator.memory_store import MemoryRefusal, MemoryStore, retract_memory
+    from regulator.store import Layout
+
+    root = instance_root(args)
+    with refusals():
+        policy = definition(args, root).interaction
+        try:
+            event = retract_memory(
+                MemoryStore(Layout(root)),
+                policy,
+                args.id,
+                args.by,
+                Actor(via="cli", os_user=os_user()),
+                args.reason,
+            )
+        except MemoryRefusal as exc:
+            raise CliError(str(exc)) from None
+    print(visible(f"memory {event.memory_id[:8]} retracted by {event.by}: {event.reason}"))
+    return 0
