@@ -71,7 +71,16 @@ def resolve(
         raise Refusal("a disposition needs a rationale")
     with ledger.transaction(actor) as txn:
         state = txn.get_open(ref)
-        _authorize(txn, policy, by, actor, severity=state.severity, disposition=disposition)
+        # What is owed to S5 is decided only by a person who may act as S5.
+        _authorize(
+            txn,
+            policy,
+            by,
+            actor,
+            severity=state.severity,
+            disposition=disposition,
+            s5=state.consumer == "S5",
+        )
         return txn.resolve(state.id, by, disposition, rationale)
 
 

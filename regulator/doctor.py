@@ -18,7 +18,7 @@ from regulator.policy import POLICY_KINDS, Definition, PolicyError
 from regulator.policy.loader import display_path
 from regulator.protocol.manifest import InstanceManifest
 from regulator.regulatory_log import RegulatoryLog
-from regulator.store import Layout
+from regulator.store import Layout, StoreError
 
 
 @dataclass
@@ -126,7 +126,10 @@ def _obligations(log: RegulatoryLog) -> Check:
 def run_doctor(root: Path, definition: Definition) -> DoctorReport:
     layout = Layout(root)
     checks = [_python(), _git(root), _manifest(layout), *_policies(definition)]
-    log = RegulatoryLog(layout)
-    log.refresh()
-    checks += [_logs(layout, log), _obligations(log)]
+    try:
+        log = RegulatoryLog(layout)
+        log.refresh()
+        checks += [_logs(layout, log), _obligations(log)]
+    except StoreError as exc:  # e.g. a symlinked directory under .regulator/
+        checks.append(Check("logs", False, "the instance's files cannot be read", [str(exc)]))
     return DoctorReport(checks)

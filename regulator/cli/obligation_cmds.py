@@ -41,10 +41,28 @@ def _may_proceed(o: ObligationState) -> str:
     )
 
 
+def _warn_problems(log: object) -> None:
+    """A reader's problems go to stderr: the listing is still shown, but not silently partial."""
+    import sys
+
+    from regulator.text import visible
+
+    problems = getattr(log, "problems", [])
+    for problem in problems[:5]:
+        print(f"regulator: {visible(str(problem))}", file=sys.stderr)
+    if len(problems) > 5:
+        print(
+            f"regulator: … {len(problems) - 5} more; `regulator doctor` lists them", file=sys.stderr
+        )
+
+
 def cmd_obligations(args: argparse.Namespace) -> int:
+    if args.owed_to is not None and args.owed_to not in CONSUMERS:
+        raise UsageError(f"--owed-to: {args.owed_to!r} is not one of {', '.join(CONSUMERS)}")
     ledger, _ = _ledger(args)
     with _refused():
         log = ledger.refresh()
+    _warn_problems(log)
     every = list(log.obligations.values())
     shown = [
         o
@@ -87,6 +105,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     ledger, _ = _ledger(args)
     with _refused():
         log = ledger.refresh()
+        _warn_problems(log)
         o = find_obligation(log, args.id)
     sources = [log.messages[s] for s in o.sources if s in log.messages]
     if args.json:

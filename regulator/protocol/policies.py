@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from pydantic import Field, field_validator
+from pydantic import Field, StrictBool, field_validator
 
 from regulator.protocol.base import Record
 from regulator.protocol.vocab import (
@@ -108,8 +108,9 @@ class Attention(Record):
 class Person(Record):
     name: Annotated[str, Field(min_length=1)]
     resolve_up_to: Severity
-    accept_risk: bool
-    act_as_s5: bool = Field(alias="actAsS5")
+    # Strict: "true" or 1 is not a grant of authority.
+    accept_risk: StrictBool
+    act_as_s5: StrictBool = Field(alias="actAsS5")
     # Ours: when set, only these OS users may act as this person.
     os_users: list[Annotated[str, Field(min_length=1)]] | None = None
 
