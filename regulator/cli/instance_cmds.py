@@ -68,3 +68,26 @@ def cmd_status(args: argparse.Namespace) -> int:
     if refused:
         raise CliError("\n".join(refused))
     return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    import sys
+    import time
+
+    from regulator.demo import build_demo, run_live
+
+    started = time.monotonic()
+    target = Path(args.dir)
+    try:
+        layout = build_demo(target, log=lambda line: print(line, file=sys.stderr))
+    except FileExistsError as exc:
+        raise CliError(str(exc)) from None
+    print(f"demo instance ready at {layout.root} in {time.monotonic() - started:.1f} s")
+    print(f"look at it: regulator status --instance {layout.root}")
+    if args.live:
+        print("live: a new unit every few seconds; Ctrl-C stops")
+        try:
+            run_live(layout, log=lambda line: print(line, flush=True))
+        except KeyboardInterrupt:
+            return 0
+    return 0

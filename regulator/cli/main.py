@@ -115,10 +115,99 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="print the read model as JSON")
 
+    p = _command(
+        sub,
+        "demo",
+        "regulator.cli.instance_cmds:cmd_demo",
+        "make a demo instance: a small project with units in every state, all by the real loop",
+        "regulator demo /tmp/regulator-demo && regulator status --instance /tmp/regulator-demo",
+        common=False,
+    )
+    p.add_argument("dir", metavar="DIR", help="a new or empty directory")
+    p.add_argument("--live", action="store_true", help="keep going: new units ask questions")
+
     _obligation_commands(sub)
     _delivery_commands(sub)
     _memory_identity_commands(sub)
+    _unit_commands(sub)
     return parser
+
+
+def _unit_commands(sub: Any) -> None:
+    h = "regulator.cli.unit_cmds"
+    unit = sub.add_parser(
+        "unit",
+        help="run units: drive, dispatch, route, close; show, status, accept, evidence",
+        description="run units under their contracts and read what happened to them",
+    )
+    unit.set_defaults(_parser=unit)
+    us = unit.add_subparsers(metavar="ACTION", title="actions", parser_class=_Parser)
+    script_help = "run the unit's sessions from this YAML scenario (a scripted session)"
+    p = _command(
+        us,
+        "drive",
+        f"{h}:cmd_drive",
+        "run a unit end to end: dispatch, verify, route, close; retry and repair applied",
+        "regulator unit drive contract.json --script scenario.yaml",
+    )
+    p.add_argument("contract", metavar="CONTRACT", help="the work contract (JSON)")
+    p.add_argument("--script", metavar="FILE", help=script_help)
+    p = _command(
+        us,
+        "dispatch",
+        f"{h}:cmd_dispatch",
+        "run one attempt of a unit under its contract",
+        "regulator unit dispatch contract.json --script scenario.yaml",
+    )
+    p.add_argument("contract", metavar="CONTRACT", help="the work contract (JSON)")
+    p.add_argument("--script", metavar="FILE", help=script_help)
+    for name, handler, text, example in (
+        (
+            "route",
+            "cmd_route",
+            "ask the recovery policy what to do with a blocked unit",
+            "regulator unit route u1",
+        ),
+        (
+            "close",
+            "cmd_close",
+            "audit a unit's committed work again and close it on a pass",
+            "regulator unit close u1",
+        ),
+        (
+            "show",
+            "cmd_show",
+            "a unit: attempts, budgets, decisions, report, audit, obligations",
+            "regulator unit show u1",
+        ),
+        (
+            "evidence",
+            "cmd_evidence",
+            "a unit's S3* evidence, acceptances and verdicts",
+            "regulator unit evidence u1",
+        ),
+    ):
+        p = _command(us, name, f"{h}:{handler}", text, example)
+        p.add_argument("id", metavar="UNIT", help="the unit id")
+    _command(
+        us,
+        "status",
+        f"{h}:cmd_status",
+        "every lease: live or expired, owner, branch, until",
+        "regulator unit status",
+    )
+    p = _command(
+        us,
+        "accept",
+        f"{h}:cmd_accept",
+        "accept (or --reject) an expectation no check can observe, at the unit's revision",
+        "regulator unit accept u1 ui-looks-right --by alice --note 'checked on staging'",
+    )
+    p.add_argument("id", metavar="UNIT", help="the unit id")
+    p.add_argument("criterion", metavar="CRITERION", help="an expected-evidence id of the contract")
+    _by(p)
+    p.add_argument("--reject", action="store_true", help="record a rejection instead")
+    p.add_argument("--note", metavar="TEXT", help="an optional note")
 
 
 def _by(parser: argparse.ArgumentParser) -> None:

@@ -1,0 +1,268 @@
+"""``unit drive|dispatch|route|close|show|status|accept|evidence``."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from regulator.cli.context import definition, instance_root, refusals
+from regulator.cli.main import CliError
+from regulator.describe import describe_obligation
+from regulator.text import visible
+
+
+class _Everything:
+    """Every model counts as available: a scripted session plays the model itself."""
+
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
+@contextmanager
+def _refused() -> Iterator[None]:
+    from regulator.execution import ExecutionError
+    from regulator.ledger import LedgerError
+    from regulator.sessions.script import ScenarioError
+
+    with refusals():
+        try:
+            yield
+        except (ExecutionError, LedgerError, ScenarioError, ValueError) as exc:
+            raise CliError(str(exc)) from None
+
+
+def _loop(args: argparse.Namespace) -> Any:
+    from regulator.loop import Loop
+    from regulator.sessions.script import ScriptAdapter, load_scenario
+    from regulator.store import Layout
+
+    root = instance_root(args)
+    defn = definition(args, root)
+    adapters: dict[str, Any] = {}
+    models: Any = None
+    script = getattr(args, "script", None)
+    with _refused():
+        if script is not None:
+            scenario = load_scenario(Path(script))
+            adapters["script"] = ScriptAdapter(scenario)
+            models = scenario.get("models") or _Everything()
+            # --script runs every unit type scripted, whatever the workload says.
+            for unit_type in _workload_types(defn):
+                adapters[unit_type] = adapters["script"]
+        return Loop(Layout(root), defn, adapters=adapters, models=models)
+
+
+def _workload_types(defn: Any) -> list[str]:
+    from regulator.workload import load_workload
+
+    return list(load_workload(defn).unit_types)
+
+
+def _contract(path: str) -> Any:
+    from regulator.protocol.entry import load_record
+    from regulator.protocol.execution import WorkContract
+
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise CliError(f"{path}: cannot read the contract: {exc.strerror}") from None
+    try:
+        return load_record(WorkContract, raw, label=path)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _decision_lines(d: Any) -> list[str]:
+    lines = [
+        f"  attempt {d.attempt}: {d.cause} → {d.action} "
+        f"({d.policy.name} v{d.policy.version}, occurrence {d.occurrence})"
+    ]
+    if d.question:
+        lines.append(f"    question: {d.question}")
+    return lines
+
+
+def _finish(loop: Any, outcome: Any, *, show_hint: bool = False) -> int:
+    unit_id = outcome.unit.unit_id if outcome.unit is not None else "?"
+    if outcome.status == "closed":
+        print(f"unit {unit_id} closed: reintegrated as {(outcome.merged or '')[:7]}")
+        return 0
+    if outcome.status == "refused":
+        for problem in outcome.problems:
+            print(visible(f"✖ {problem}"))
+        return 1
+    print(visible(f"unit {unit_id}: {outcome.reason}"))
+    for problem in outcome.problems:
+        print(visible(f"  ✖ {problem}"))
+    for o in loop.owed(unit_id):
+        print(f"  owed: {describe_obligation(o)}")
+    if show_hint:
+        print(f"see `regulator unit show {unit_id}`")
+    return 1
+
+
+def cmd_drive(args: argparse.Namespace) -> int:
+    contract = _contract(args.contract)
+    loop = _loop(args)
+    print(f"driving unit {contract.unit_id} ({contract.id} v{contract.version})")
+    with _refused():
+        driven = loop.drive(contract)
+    for d in driven.decisions:
+        for line in _decision_lines(d):
+            print(visible(line))
+    return _finish(loop, driven.outcome)
+
+
+def cmd_dispatch(args: argparse.Namespace) -> int:
+    contract = _contract(args.contract)
+    loop = _loop(args)
+    print(f"dispatching unit {contract.unit_id} ({contract.id} v{contract.version})")
+    with _refused():
+        outcome = loop.dispatch(contract)
+    return _finish(loop, outcome, show_hint=True)
+
+
+def cmd_route(args: argparse.Namespace) -> int:
+    loop = _loop(args)
+    with _refused():
+        unit = loop.store.unit(args.id)
+        if unit.status != "blocked":
+            print(f"unit {unit.unit_id} is {unit.status}, not blocked; nothing to route")
+            return 0
+        decision = loop.route(args.id)
+    if decision is None:
+        print(f"unit {args.id} is paused on a question a person has not answered; nothing to route")
+    else:
+        for line in _decision_lines(decision):
+            print(visible(line))
+        print(visible(f"  {decision.rationale}"))
+        for e in decision.evidence:
+            print(visible(f"  evidence: {e}"))
+        if decision.hint:
+            print(visible(f"  hint for the next attempt: {decision.hint}"))
+    for o in loop.owed(args.id):
+        print(f"  owed: {describe_obligation(o)}")
+    return 0
+
+
+def cmd_close(args: argparse.Namespace) -> int:
+    loop = _loop(args)
+    with _refused():
+        outcome = loop.reaudit(args.id)
+    return _finish(loop, outcome)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from regulator.audit_log import summarize_verdict
+    from regulator.budget import summary
+
+    loop = _loop(args)
+    with _refused():
+        unit = loop.store.unit(args.id)
+    contract = f"{unit.contract.id} v{unit.contract.version}"
+    reason = f" — {unit.reason}" if unit.reason else ""
+    print(
+        visible(
+            f"{unit.status} {unit.unit_id} ({unit.unit_type}, {contract}), "
+            f"{unit.attempts} attempt(s){reason}"
+        )
+    )
+    for a in loop.store.attempts(unit.unit_id):
+        detail = f" — {a.detail}" if a.detail else ""
+        print(visible(f"  attempt {a.attempt}: {a.outcome}{detail}"))
+        ledger = loop.store.budget(unit.unit_id, a.attempt)
+        if ledger is not None:
+            models = ", ".join(ledger.models) or "no model"
+            print(
+                f"    budget {summary(ledger)}; models {models}; "
+                f"{len(ledger.compactions)} compaction(s)"
+            )
+    for d in loop.store.decisions(unit.unit_id):
+        for line in _decision_lines(d):
+            print(visible(line))
+    report = loop.store.latest_report(unit.unit_id)
+    print(visible(f"  report: {report.summary}") if report is not None else "  report: none")
+    verdict = loop.audit.audit_for(unit.unit_id).latest_verdict
+    if verdict is None:
+        print("  audit: no verdict")
+    else:
+        print(visible(f"  audit: {summarize_verdict(verdict)} @{verdict.revision[:7]}"))
+        for r in verdict.reasons:
+            print(visible(f"    {r}"))
+    for o in loop.log.obligations.values():
+        if o.unit == unit.unit_id:
+            print(f"  {describe_obligation(o)}".replace("\n", "\n  "))
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    from regulator.leases import LeaseStore
+    from regulator.store import Layout
+
+    store = LeaseStore(Layout(instance_root(args)))
+    leases = store.leases()
+    if not leases:
+        print("no leases")
+    for lease in leases:
+        state = "live   " if store.is_live(lease) else "expired"
+        until = datetime.fromtimestamp(lease.expires_at / 1000, UTC).isoformat(timespec="seconds")
+        print(f"{state} {lease.unit_id}  {lease.owner}  {lease.branch}  until {until}")
+    return 0
+
+
+def cmd_accept(args: argparse.Namespace) -> int:
+    from regulator.acceptance import accept_criterion
+    from regulator.instance import os_user
+    from regulator.ledger import Actor
+
+    loop = _loop(args)
+    with _refused():
+        acceptance = accept_criterion(
+            loop,
+            args.id,
+            args.criterion,
+            args.by,
+            Actor("cli", os_user()),
+            reject=args.reject,
+            note=args.note,
+        )
+    print(
+        f"unit {args.id}: {args.criterion} {acceptance.disposition} by {args.by} at revision "
+        f"{acceptance.revision[:7]}; run `regulator unit close {args.id}` to re-audit"
+    )
+    return 0
+
+
+def cmd_evidence(args: argparse.Namespace) -> int:
+    from regulator.audit_log import summarize_verdict
+
+    loop = _loop(args)
+    with _refused():
+        loop.store.unit(args.id)
+    audit = loop.audit.audit_for(args.id)
+    if not (audit.evidence or audit.verdicts or audit.acceptances):
+        print(f"no audit entries for unit {args.id}")
+        return 0
+    for e in audit.evidence:
+        first = e.observation.splitlines()[0] if e.observation else ""
+        print(
+            visible(
+                f"evidence  {e.verdict} attempt {e.attempt} {e.revision[:7]} {e.check} "
+                f"[{e.class_} → {', '.join(e.criteria)}] {first}"
+            )
+        )
+    for a in audit.acceptances:
+        note = f" — {a.note}" if a.note else ""
+        print(
+            visible(f"acceptance  {a.disposition} {a.criterion} by {a.by} @{a.revision[:7]}{note}")
+        )
+    for v in audit.verdicts:
+        print(visible(f"verdict  {summarize_verdict(v)} attempt {v.attempt} @{v.revision[:7]}"))
+        for r in v.reasons:
+            print(visible(f"  {r}"))
+    return 0
