@@ -1,0 +1,50 @@
+"""The CLI reference, generated from the parser itself so it cannot drift from ``--help``.
+
+``python -m regulator.cli.reference > docs/cli.md`` rewrites it; a test fails when the file
+and the parser disagree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Iterator
+
+from regulator.cli.main import build_parser
+
+WIDTH = "100"
+
+INTRO = """# The `regulator` command
+
+Generated from the command's own parser by `python -m regulator.cli.reference`; every section
+is exactly what `--help` prints. Conventions that hold for every command:
+
+- The instance is the nearest directory upward holding `.regulator/`, or `--instance DIR`.
+- The definition is `--definition DIR`, else `regulator/` in the repository when it holds
+  `policies/`, else the shipped policies.
+- Exit 0 on success; 1 on a refusal or error, with `regulator: <message>` on stderr; 2 on bad
+  usage, with the usage line. A closed stdout pipe exits quietly.
+- `--flag value` and `--flag=value` both work; obligation ids may be a unique prefix.
+- Read commands take `--json` and then print JSON only, in the on-disk camelCase shapes.
+"""
+
+
+def _walk(parser: argparse.ArgumentParser, path: list[str]) -> Iterator[tuple[list[str], str]]:
+    yield path, parser.format_help()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _walk(sub, [*path, name])
+
+
+def render() -> str:
+    os.environ["COLUMNS"] = WIDTH  # argparse wraps to the terminal; make it deterministic
+    out = [INTRO]
+    for path, text in _walk(build_parser(), ["regulator"]):
+        out.append(f"\n## `{' '.join(path)}`\n\n```\n{text.rstrip()}\n```\n")
+    return "".join(out)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(render())
