@@ -180,7 +180,7 @@ def story(clock: Clock) -> list[DemoUnit]:
 
     return [
         DemoUnit(
-            c("fix-rounding", "add round_half_up to calc, with tests", tests=True),
+            c("fix-rounding", "add round_half_up to calc, with tests"),
             {
                 "attempts": [
                     {
@@ -398,16 +398,19 @@ def story(clock: Clock) -> list[DemoUnit]:
 def build_demo(
     directory: Path,
     *,
-    clock: Callable[[], datetime] | None = None,
+    now: datetime | None = None,
     log: Callable[[str], None] = lambda _: None,
 ) -> Layout:
-    """Make the demo instance in ``directory`` (new or empty); return its layout."""
+    """Make the demo instance in ``directory`` (new or empty); return its layout.
+
+    The story ends at ``now`` (default: the real time), two simulated hours after it began.
+    """
     directory.mkdir(parents=True, exist_ok=True)
     if any(directory.iterdir()):
         raise FileExistsError(f"{directory}: not empty; the demo makes a new repository")
-    real_now = system_clock()
-    sim = SimClock(real_now - timedelta(hours=2)) if clock is None else None
-    tick: Clock = sim if sim is not None else clock  # type: ignore[assignment]
+    real_now = now or system_clock()
+    sim = SimClock(real_now - timedelta(hours=2))
+    tick: Clock = sim
     gitops.git(directory, "init", "--quiet", "--initial-branch=main")
     (directory / "calc.py").write_text(CALC, encoding="utf-8")
     (directory / "tests").mkdir()
@@ -428,8 +431,7 @@ def build_demo(
     layout = Layout(directory)
     definition = load_definition(directory)
     for unit in story(tick):
-        if sim is not None:
-            sim.advance(9)
+        sim.advance(9)
         log(f"driving {unit.contract.unit_id}")
         loop = Loop(
             layout,
@@ -442,8 +444,7 @@ def build_demo(
         loop.drive(unit.contract)
     # A person commits straight to main and breaks the tests: the post-merge check holds
     # every unit through one obligation on the instance itself.
-    if sim is not None:
-        sim.advance(20)
+    sim.advance(20)
     (directory / "calc.py").write_text(
         ROUND_FIXED.replace("return a + b", "return a - b"), encoding="utf-8"
     )
@@ -460,8 +461,7 @@ def build_demo(
     loop.verify_base(f"after the hotfix commit {(gitops.head(directory) or '')[:7]}")
     loop._route()
     # Now, two hours after the first deliveries: the questions nobody answered are reminded.
-    if sim is not None:
-        sim.now = max(sim.now, real_now)
+    sim.now = max(sim.now, real_now)
     remind_due(loop.ledger, EffectJournal(layout, tick), layout, definition.interaction, tick)
     return layout
 
@@ -500,6 +500,16 @@ def run_live(
 ) -> None:
     """Keep the demo moving on the real clock until ``stop()``."""
     definition = load_definition(layout.root)
+    # Someone repairs the base the hotfix broke; S3 sees it green and lets units run again.
+    root = layout.root
+    (root / "calc.py").write_text(ROUND_FIXED, encoding="utf-8")
+    if gitops.status_lines(root):
+        gitops.git(root, "add", "calc.py")
+        gitops.git(
+            root, *gitops.identity_args(root), "commit", "--quiet", "-m", "revert the hotfix"
+        )
+    Loop(layout, definition, models=MODELS).verify_base("after the revert")
+    log("live: the base is green again; every dispatch may proceed")
     counter = itertools.count(1)
     rng = random.Random(7)
     pending: dict[str, WorkContract] = {}

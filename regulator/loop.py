@@ -485,11 +485,15 @@ class Loop:
         self._route()
         return Outcome("closed", unit, merged=result.sha)
 
-    def verify_base(self, when: str) -> None:
-        """After a merge, the base must still pass its tests; if not, every unit is held."""
+    def verify_base(self, when: str) -> bool:
+        """After a merge, the base must still pass its tests; if not, every unit is held.
+
+        When it passes again, S3 dispositions its own earlier findings that the base was red:
+        the evidence that raised them no longer holds.
+        """
         conventions = discover(self.layout.root)
         if conventions.test_command is None:
-            return
+            return True
         try:
             done = subprocess.run(
                 conventions.test_command,
@@ -503,7 +507,23 @@ class Loop:
         else:
             ok, output = done.returncode == 0, (done.stdout + done.stderr).strip()
         if ok:
-            return
+            red = [
+                o
+                for o in self.log.open_obligations()
+                if o.unit is None
+                and o.concern == "audit-finding"
+                and o.subject.startswith("the base fails its tests")
+            ]
+            if red:
+                with self.ledger.transaction() as txn:
+                    for o in red:
+                        txn.resolve(
+                            o.id,
+                            "S3",
+                            "fixed",
+                            f"the base passes its tests again at {head_of(self.layout.root)[:7]}",
+                        )
+            return True
         finding = AuditFinding.model_validate(
             {
                 "id": str(uuid.uuid4()),
@@ -524,6 +544,7 @@ class Loop:
         )
         with self.ledger.transaction() as txn:
             txn.append_raw(finding)
+        return False
 
     # -- the hint -------------------------------------------------------------------------------
 

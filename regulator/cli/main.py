@@ -126,6 +126,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dir", metavar="DIR", help="a new or empty directory")
     p.add_argument("--live", action="store_true", help="keep going: new units ask questions")
 
+    p = _command(
+        sub,
+        "room",
+        "regulator.cli.room_cmds:cmd_room",
+        "the control room: live instances, an inbox of what is owed, dialogs, the inspector",
+        "regulator room --as alice    (or: regulator room --demo)",
+        common=False,
+    )
+    p.add_argument(
+        "instances", nargs="*", metavar="INSTANCE", help="instances to open (default: this one)"
+    )
+    p.add_argument(
+        "--as",
+        dest="person",
+        metavar="PERSON",
+        help="who is acting (default: $REGULATOR_PERSON, else the OS user when listed)",
+    )
+    p.add_argument(
+        "--demo",
+        action="store_true",
+        help="build a live demo instance in a temporary directory and open it",
+    )
+    p.add_argument(
+        "--no-bell", action="store_true", help="no terminal bell when something blocking arrives"
+    )
+    p.add_argument(
+        "--definition", metavar="DIR", default=argparse.SUPPRESS, help="the definition to use"
+    )
+
     _obligation_commands(sub)
     _delivery_commands(sub)
     _memory_identity_commands(sub)

@@ -1,0 +1,50 @@
+"""``regulator room``: the only command that imports Textual, and only when it runs."""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import threading
+from pathlib import Path
+
+from regulator.cli.main import CliError
+from regulator.store import find_instance
+
+
+def cmd_room(args: argparse.Namespace) -> int:
+    roots: list[Path] = []
+    stop = threading.Event()
+    if args.demo:
+        from regulator.demo import build_demo, run_live
+
+        target = Path(tempfile.mkdtemp(prefix="regulator-demo-")) / "calc"
+        layout = build_demo(target)
+        roots.append(layout.root)
+        # The live half of the demo runs beside the room: new units ask questions that wait
+        # for it, and answered units are driven again.
+        threading.Thread(
+            target=run_live, kwargs={"layout": layout, "stop": stop.is_set}, daemon=True
+        ).start()
+        person = args.person or "alice"
+    else:
+        person = args.person
+        for given in args.instances:
+            root = Path(given)
+            if not (root / ".regulator").is_dir():
+                raise CliError(f"{given}: not an instance (no .regulator/ there)")
+            roots.append(root.resolve())
+        if not roots:
+            found = find_instance(Path.cwd())
+            if found is None:
+                raise CliError(
+                    f"{Path.cwd()}: no instance here or above; pass INSTANCE, or try "
+                    "`regulator room --demo`"
+                )
+            roots.append(found)
+    from tui.app import RoomApp
+
+    try:
+        RoomApp(roots, person=person, bell=not args.no_bell).run()
+    finally:
+        stop.set()
+    return 0

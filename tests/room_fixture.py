@@ -1,0 +1,65 @@
+"""A demo instance built the same way every time, for the room's tests and screenshots.
+
+The demo's own code writes it; only its randomness is pinned: the ids (uuid4), the clock, the
+host name and git's dates. So an SVG of the room over it is the same on every machine.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import socket
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from unittest import mock
+
+END = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+FIXED_ROOT = Path("/tmp/regulator-room-fixture/calc")
+
+
+@contextmanager
+def pinned() -> Iterator[None]:
+    rng = random.Random(20261201)
+
+    def fixed_uuid4() -> uuid.UUID:
+        return uuid.UUID(int=rng.getrandbits(128), version=4)
+
+    dates = {
+        "GIT_AUTHOR_DATE": "2026-12-01T07:00:00+00:00",
+        "GIT_COMMITTER_DATE": "2026-12-01T07:00:00+00:00",
+        "GIT_AUTHOR_NAME": "regulator-demo",
+        "GIT_AUTHOR_EMAIL": "demo@regulator.invalid",
+        "GIT_COMMITTER_NAME": "regulator-demo",
+        "GIT_COMMITTER_EMAIL": "demo@regulator.invalid",
+    }
+    with (
+        mock.patch.object(uuid, "uuid4", fixed_uuid4),
+        mock.patch.object(socket, "gethostname", lambda: "host"),
+        mock.patch.dict(os.environ, dates),
+    ):
+        yield
+
+
+def build_fixture(root: Path = FIXED_ROOT) -> Path:
+    """The demo at ``root`` (replacing what was there), ending at ``END``."""
+    from regulator.demo import build_demo
+
+    if root.exists():
+        shutil.rmtree(root)
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with pinned():
+        build_demo(root, now=END)
+    return root
+
+
+def fixed_clock() -> datetime:
+    return END
+
+
+def copy_fixture(source: Path, target: Path) -> Path:
+    shutil.copytree(source, target, symlinks=True)
+    return target

@@ -1,0 +1,126 @@
+"""Every screen and dialog of the control room, as one list.
+
+The snapshot tests and ``screenshots/make.py`` both walk this list, so the README's
+screenshots are exactly what the tests pin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tui.app import RoomApp
+
+from .room_fixture import fixed_clock
+
+Setup = Callable[[Any], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Shot:
+    name: str
+    setup: Setup
+    person: str | None = "alice"
+    theme: str | None = None
+
+
+def make_app(root: Path, shot: Shot) -> RoomApp:
+    app = RoomApp(
+        [root], person=shot.person, clock=fixed_clock, watch=False, presence=False, bell=False
+    )
+    if shot.theme:
+        app.theme = shot.theme
+    return app
+
+
+async def _none(pilot: Any) -> None:
+    await pilot.pause()
+
+
+async def _tab(pilot: Any, name: str) -> None:
+    pilot.app.main.action_tab(name)
+    await pilot.pause()
+
+
+async def _select(pilot: Any, predicate: Callable[[Any], bool]) -> None:
+    app = pilot.app
+    await _tab(pilot, "inbox")
+    table = app.screen.query_one("#inbox-table")
+    for key in table.keys:
+        if predicate(app._lookup(key)[1]):
+            table.move_to(key)
+            break
+    await pilot.pause()
+
+
+def _question(kind: str) -> Callable[[Any], bool]:
+    return lambda o: o.concern == "interaction" and o.subject.startswith(f"{kind}:")
+
+
+def _dialog(kind: str, key: str, predicate: Callable[[Any], bool]) -> Setup:
+    async def setup(pilot: Any) -> None:
+        await _select(pilot, predicate)
+        await pilot.press(key)
+        await pilot.pause()
+        for widget in pilot.app.screen.query("Input"):
+            widget.cursor_blink = False
+        await pilot.pause()
+
+    return setup
+
+
+async def _instances(pilot: Any) -> None:
+    await _tab(pilot, "instances")
+
+
+async def _inbox(pilot: Any) -> None:
+    await _select(pilot, _question("consent"))
+
+
+async def _filtered(pilot: Any) -> None:
+    await _tab(pilot, "inbox")
+    await pilot.press("slash", *"is:blocking unit:p")
+    pilot.app.screen.query_one("#filter").cursor_blink = False
+    await pilot.pause()
+
+
+async def _inspector(pilot: Any) -> None:
+    pilot.app.open_unit(0, "fix-rounding")
+    await pilot.pause()
+
+
+async def _attention(pilot: Any) -> None:
+    await _tab(pilot, "attention")
+
+
+async def _help(pilot: Any) -> None:
+    await pilot.press("question_mark")
+    await pilot.pause()
+
+
+SHOTS: list[Shot] = [
+    Shot("instances", _instances),
+    Shot("inbox", _inbox),
+    Shot("inbox-filtered", _filtered),
+    Shot("inspector", _inspector),
+    Shot("attention", _attention),
+    Shot("answer-consent", _dialog("consent", "a", _question("consent"))),
+    Shot("answer-choice", _dialog("choice", "a", _question("choice"))),
+    Shot("answer-clarification", _dialog("clarification", "a", _question("clarification"))),
+    Shot("answer-uat", _dialog("uat", "a", _question("uat"))),
+    Shot("answer-recap", _dialog("recap", "a", _question("recap"))),
+    Shot(
+        "resolve-as-bob",
+        _dialog("resolve", "r", lambda o: o.concern == "recovery-decision"),
+        person="bob",
+    ),
+    Shot("acknowledge", _dialog("ack", "c", lambda o: o.concern == "recovery-decision")),
+    Shot("escalate", _dialog("escalate", "e", lambda o: o.concern == "recovery-decision")),
+    Shot("help", _help),
+    Shot("who-is-acting", _none, person=None),
+    Shot("inbox-light", _inbox, theme="textual-light"),
+]
+
+SIZES: list[tuple[int, int]] = [(80, 24), (160, 48)]

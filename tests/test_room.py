@@ -1,0 +1,367 @@
+"""The control room, driven headless with Textual's Pilot on a demo instance.
+
+Each test is named after what it shows a person. Writes go through the same core functions as
+the CLI, so each test checks the files, not just the screen.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from regulator.ledger import Ledger
+from regulator.store import Layout
+from tui.app import MainScreen, RoomApp
+from tui.dialogs import AcknowledgeDialog, AnswerDialog, EscalateDialog, ResolveDialog
+from tui.screens.inspector import UnitInspector
+from tui.widgets.rowtable import RowTable
+
+from .room_fixture import build_fixture, copy_fixture, fixed_clock
+
+pytestmark = pytest.mark.asyncio
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_fixture(tmp_path_factory.mktemp("room") / "calc")
+
+
+@pytest.fixture
+def demo(built: Path, tmp_path: Path) -> Path:
+    return copy_fixture(built, tmp_path / "calc")
+
+
+def app_for(root: Path, person: str = "alice", **kw: Any) -> RoomApp:
+    return RoomApp([root], person=person, clock=fixed_clock, watch=False, presence=False, **kw)
+
+
+def signals(root: Path) -> bytes:
+    return (root / ".regulator" / "signals.ndjson").read_bytes()
+
+
+def state(root: Path, oid: str) -> Any:
+    log = Ledger(Layout(root)).refresh()
+    return log.obligations[oid]
+
+
+def inbox(app: RoomApp) -> RowTable:
+    return app.screen.query_one("#inbox-table", RowTable)
+
+
+async def select(app: RoomApp, pilot: Any, predicate: Callable[[Any], bool]) -> Any:
+    """Move the inbox cursor to the first obligation that satisfies ``predicate``."""
+    main = app.main
+    assert main is not None
+    main.action_tab("inbox")
+    await pilot.pause()
+    table = inbox(app)
+    for key in table.keys:
+        _, o = app._lookup(key)
+        if predicate(o):
+            table.move_to(key)
+            await pilot.pause()
+            return o
+    raise AssertionError("no such obligation in the inbox")
+
+
+def question(kind: str) -> Callable[[Any], bool]:
+    return lambda o: o.concern == "interaction" and o.subject.startswith(f"{kind}:")
+
+
+async def wait_for(pilot: Any, condition: Callable[[], bool], seconds: float = 10) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        await pilot.pause(0.02)
+
+
+# --- answering ----------------------------------------------------------------------------
+
+
+async def test_a_consent_yes_is_recorded_as_accepted(demo: Path) -> None:
+    app = app_for(demo)
+    async with app.run_test(size=(160, 48)) as pilot:
+        o = await select(app, pilot, question("consent"))
+        await pilot.press("a")
+        assert isinstance(app.screen, AnswerDialog)
+        await pilot.press("y")
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
+    assert state(demo, o.id).disposition == "accepted"
+
+
+async def test_a_consent_no_is_recorded_as_rejected_not_as_a_timeout(demo: Path) -> None:
+    app = app_for(demo)
+    async with app.run_test(size=(160, 48)) as pilot:
+        o = await select(app, pilot, question("consent"))
+        await pilot.press("a")
+        await pilot.click("#note")
+        await pilot.press(*"not before the freeze ends")
+        await pilot.click("#no")
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
+    after = state(demo, o.id)
+    assert (after.status, after.disposition) == ("resolved", "rejected")
+    assert after.rationale == "no — not before the freeze ends"
+    log = Ledger(Layout(demo)).refresh()
+    answers = log.interaction_for(o.id).answers  # type: ignore[union-attr]
+    assert answers[-1].outcome == "answered" and answers[-1].channel == "tui"
+
+
+async def test_a_choice_offers_only_its_options_and_records_the_pick(demo: Path) -> None:
+    app = app_for(demo)
+    async with app.run_test(size=(160, 48)) as pilot:
+        o = await select(app, pilot, question("choice"))
+        await pilot.press("a")
+        dialog = app.screen
+        assert isinstance(dialog, AnswerDialog)
+        from textual.widgets import Input, OptionList
+
+        options = dialog.query_one("#options", OptionList)
+        shown = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+        assert shown == ["1. sqlite file", "2. JSON lines file", "3. no persistence"]
+        assert not dialog.query(Input)  # nothing to type: only the options can be answered
+        await pilot.press("down", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
+    after = state(demo, o.id)
+    assert (after.disposition, after.rationale) == ("fixed", "JSON lines file")
+
+
+async def test_a_clarification_is_answered_in_free_text(demo: Path) -> None:
+    app = app_for(demo)
+    async with app.run_test(size=(160, 48)) as pilot:
+        o = await select(app, pilot, question("clarification"))
+        await pilot.press("a")
+        await pilot.press(*"400, with a message")
+        dialog = app.screen
+        assert "will be recorded as: fixed" in str(dialog.query_one("#recorded-as").render())
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
+    assert state(demo, o.id).rationale == "400, with a message"
+
+
+async def test_a_uat_verified_is_recorded_as_verified(demo: Path) -> None:
+    app = app_for(demo)
+    async with app.run_test(size=(160, 48)) as pilot:
+        o = await select(app, pilot, question("uat"))
+        await pilot.press("a", "y")
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
+    assert state(demo, o.id).disposition == "verified"
+
+
+async def test_a_recap_is_answered_as_a_correction(demo: Path) -> None:
+    app = app_for(demo)
+    async with app.run_test(size=(160, 48)) as pilot:
+        o = await select(app, pilot, question("recap"))
+        await pilot.press("a", *"keep the refactors in", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
+    assert (state(demo, o.id).disposition, state(demo, o.id).rationale) == (
+        "fixed",
+        "keep the refactors in",
+    )
+
+
+async def test_an_empty_answer_keeps_the_dialog_open_and_writes_nothing(demo: Path) -> None:
+    before = signals(demo)
+    app = app_for(demo)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await select(app, pilot, question("clarification"))
+        await pilot.press("a", "enter")
+        assert isinstance(app.screen, AnswerDialog)
+        assert app.screen.query_one("#answer").has_class("-invalid")
+        await pilot.press("escape")
+        assert isinstance(app.screen, MainScreen)
+    assert signals(demo) == before
+
+
+# --- authority ---------------------------------------------------------------------------
+
+
+async def test_the_resolve_dialog_offers_only_the_dispositions_the_person_may_use(
+    demo: Path,
+) -> None:
+    app = app_for(demo, person="bob")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await select(app, pilot, lambda o: o.concern == "recovery-decision")
+        await pilot.press("r")
+        dialog = app.screen
+        assert isinstance(dialog, ResolveDialog)
+        assert "accepted-risk" not in dialog.allowed and "fixed" in dialog.allowed
+        from textual.widgets import OptionList
+
+        options = dialog.query_one("#dispositions", OptionList)
+        risk = options.get_option("accepted-risk")
+        assert risk.disabled and "may not accept risk" in str(risk.prompt)
+
+
+async def test_a_refused_action_shows_the_refusal_in_the_dialog_and_writes_nothing(
+    demo: Path,
+) -> None:
+    before = signals(demo)
+    app = app_for(demo, person="carol")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await select(app, pilot, question("clarification"))
+        await pilot.press("a", *"42", "enter")
+        await pilot.pause()
+        dialog = app.screen
+        assert isinstance(dialog, AnswerDialog)  # still open
+        refusal = str(dialog.query_one("#refusal").render())
+        assert '"carol" is not a person the interaction policy (interaction v1) names' in refusal
+    assert signals(demo) == before
+
+
+async def test_acknowledge_records_the_note_and_the_veto_stands(demo: Path) -> None:
+    app = app_for(demo, person="bob")
+    async with app.run_test(size=(160, 48)) as pilot:
+        o = await select(app, pilot, lambda o: o.concern == "recovery-decision")
+        await pilot.press("c")
+        assert isinstance(app.screen, AcknowledgeDialog)
+        await pilot.press(*"on it", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
+    after = state(demo, o.id)
+    assert after.status == "acknowledged" and after.acknowledged_by == ["bob"] and after.blocks
+    assert after.history[-1].note == "on it"
+
+
+async def test_escalate_shows_the_successor(demo: Path) -> None:
+    app = app_for(demo)
+    async with app.run_test(size=(160, 48)) as pilot:
+        o = await select(app, pilot, lambda o: o.concern == "recovery-decision")
+        await pilot.press("e")
+        dialog = app.screen
+        assert isinstance(dialog, EscalateDialog)
+        await pilot.click("#rationale")
+        await pilot.press(*"needs S5", "enter")
+        await pilot.pause()
+        shown = str(dialog.query_one("#successor").render())
+        assert "successor" in shown and "is now what is owed" in shown
+        assert isinstance(app.screen, EscalateDialog)  # stays until closed, showing the id
+    after = state(demo, o.id)
+    assert after.status == "escalated" and after.successor[:8] in shown
+
+
+# --- finding things ---------------------------------------------------------------------------
+
+
+async def test_filtering_keeps_only_the_matching_obligations(demo: Path) -> None:
+    app = app_for(demo)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.press("2")
+        assert len(inbox(app).keys) == 6
+        await pilot.press("slash", *"kind:consent")
+        await pilot.pause()
+        keys = inbox(app).keys
+        assert len(keys) == 1 and app._lookup(keys[0])[1].subject.startswith("consent:")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert len(inbox(app).keys) == 6
+        await pilot.press("f")  # all open: S3's and S5's too
+        await pilot.pause()
+        assert len(inbox(app).keys) > 6
+
+
+async def test_go_to_an_obligation_by_id_prefix_from_the_palette(demo: Path) -> None:
+    log = Ledger(Layout(demo)).refresh()
+    target = next(o for o in log.obligations.values() if o.concern == "policy-proposal")
+    app = app_for(demo)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*target.id[:6])
+        await pilot.pause(1.0)  # the palette searches in the background
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
+        assert inbox(app).current_key == f"0:{target.id}"
+
+
+async def test_the_timeline_of_a_demo_unit_lists_its_records_in_time_order(demo: Path) -> None:
+    app = app_for(demo)
+    async with app.run_test(size=(160, 48)) as pilot:
+        app.open_unit(0, "flaky-import")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, UnitInspector)
+        table = screen.query_one("#timeline", RowTable)
+        rows = [screen.rows[k] for k in table.keys if k in screen.rows]
+        kinds = [r.kind for r in rows]
+        for kind in ("attempt", "decision", "obligation", "budget"):
+            assert kind in kinds, kind
+        assert [r.at for r in rows] == sorted(r.at for r in rows)
+        attempts = [r for r in rows if r.kind == "attempt"]
+        assert {r.attempt for r in attempts} == {1, 2, 3}
+        app.open_unit(0, "publish-release")
+        await pilot.pause()
+        second = app.screen
+        assert isinstance(second, UnitInspector)
+        kinds = [r.kind for r in second.rows.values()]
+        assert "interaction" in kinds and "delivery" in kinds
+
+
+# --- live ---------------------------------------------------------------------------------
+
+
+async def test_an_obligation_appended_by_another_process_appears_in_the_inbox(demo: Path) -> None:
+    import subprocess
+    import sys
+
+    app = RoomApp([demo], person="alice", clock=fixed_clock, presence=False, bell=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        before = len(inbox(app).keys)
+        await pilot.pause(0.3)  # the watcher is up
+        code = (
+            "from regulator.ledger import Ledger; from regulator.store import Layout; import sys;"
+            "Ledger(Layout(__import__('pathlib').Path(sys.argv[1])))"
+            ".open_obligation(subject='from elsewhere',"
+            " unit='u9', concern='audit-finding', sources=['m'], severity='blocking',"
+            " consumer='human', blocks=True)"
+        )
+        subprocess.run([sys.executable, "-c", code, str(demo)], check=True)
+        started = time.monotonic()
+        await wait_for(pilot, lambda: len(inbox(app).keys) == before + 1, 5)
+        elapsed = time.monotonic() - started
+        assert any(app._lookup(k)[1].subject == "from elsewhere" for k in inbox(app).keys)
+        assert any(k in app.new for k in inbox(app).keys)  # marked new until opened
+    assert elapsed < 5
+
+
+# --- what reaches the screen -----------------------------------------------------------------
+
+
+async def test_markup_ansi_and_osc52_in_a_question_show_as_literal_text_and_canaries_never(
+    demo: Path,
+) -> None:
+    from regulator.asking import ask
+    from regulator.policy import load_definition
+
+    canary = "sup3r-s3cret-canary-value"
+    (demo / ".regulator" / "canaries").write_text(canary + "\n")
+    evil = (
+        f"[bold red]Approve?[/] \x1b[2J\x1b]52;c;aGVsbG8=\x07 token {canary}"
+        " ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+    )
+    ask(
+        Ledger(Layout(demo)),
+        load_definition(demo).interaction,
+        kind="clarification",
+        subject="evil [link=http://x]click[/link]",
+        question=evil,
+        unit="u-evil",
+        attempt=1,
+    )
+    app = app_for(demo)
+    async with app.run_test(size=(200, 60)) as pilot:
+        await select(app, pilot, lambda o: o.unit == "u-evil")
+        await pilot.pause()
+        detail = app.screen.query_one("#detail")
+        text = str(detail.render())
+        assert "[bold red]Approve?[/]" in text  # the markup is literal text
+        assert "[link=http://x]click[/link]" in text
+        assert "\x1b" not in text and "\\x1b" in text  # escapes are shown, never sent
+        assert canary not in text and "ghp_abcdefghijklmnop" not in text
+        svg = app.export_screenshot()
+        assert canary not in svg
+        await pilot.press("a")
+        await pilot.pause()
+        assert canary not in app.export_screenshot()

@@ -1,0 +1,637 @@
+"""The dialogs: answer, resolve, acknowledge, escalate — and help, problems, who is acting.
+
+Each acts through the same core functions as the CLI (``regulator.dispositions``), so the
+same authority checks refuse the same things with the same words. A refusal is shown inside
+the dialog, which stays open; nothing is written. A live refresh never closes a dialog or
+loses what was typed; if the obligation is closed elsewhere meanwhile, the dialog says so and
+stops accepting.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from regulator import dispositions
+from regulator.answers import disposition_for_answer
+from regulator.authority import check_disposition_authority
+from regulator.ledger import Actor, Ledger, LedgerError
+from regulator.protocol.obligations import ObligationState
+from regulator.protocol.vocab import CONSUMERS, DISPOSITIONS, TERMINAL_STATUSES
+from tui.model import InstanceModel
+from tui.render import one_line, plain
+
+
+@dataclass(frozen=True)
+class Done:
+    """What a dialog did, for the toast: ``answered 3f2a… by alice (accepted)``."""
+
+    message: str
+    obligation_id: str
+
+
+class ObligationDialog(ModalScreen[Done | None]):
+    """The frame every obligation dialog shares: title, body, refusal line, buttons."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "cancel")]
+    TITLE_TEXT = "Obligation"
+
+    def __init__(
+        self, model: InstanceModel, obligation: ObligationState, person: str, actor: Actor
+    ) -> None:
+        super().__init__()
+        self.model = model
+        self.obligation = obligation
+        self.person = person
+        self.actor = actor
+        self.redactor = model.redactor
+        self.closed_elsewhere = False
+
+    @property
+    def ledger(self) -> Ledger:
+        return Ledger(self.model.layout, clock=self.model.clock)
+
+    def title_text(self) -> str:
+        unit = f" (unit {self.obligation.unit})" if self.obligation.unit else ""
+        return f"{self.TITLE_TEXT} — {one_line(self.obligation.subject, self.redactor)}{unit}"
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(Text(self.title_text()), classes="dialog-title")
+            with VerticalScroll(classes="dialog-body"):
+                yield from self.body()
+            yield Static("", id="closed-banner", classes="banner hidden")
+            yield Static("", id="refusal", classes="refusal hidden")
+            with Horizontal(classes="dialog-buttons"):
+                yield from self.buttons()
+
+    def body(self) -> ComposeResult:
+        yield Static("")
+
+    def buttons(self) -> ComposeResult:
+        yield Button("Cancel (esc)", id="cancel")
+
+    def refuse(self, message: str) -> None:
+        refusal = self.query_one("#refusal", Static)
+        refusal.update(Text(f"✖ {message}"))
+        refusal.remove_class("hidden")
+
+    def clear_refusal(self) -> None:
+        self.query_one("#refusal", Static).add_class("hidden")
+
+    def obligation_changed(self) -> None:
+        """Called on a live refresh: the obligation may have been closed by someone else."""
+        state = self.model.log.obligations.get(self.obligation.id)
+        if state is None or state.status not in TERMINAL_STATUSES or self.closed_elsewhere:
+            return
+        self.closed_elsewhere = True
+        banner = self.query_one("#closed-banner", Static)
+        banner.update(
+            Text(
+                f"{state.status} by {state.closed_by} at {(state.closed_at or '')[11:16]}:"
+                " nothing more to do here"
+            )
+        )
+        banner.remove_class("hidden")
+        for button in self.query(Button):
+            if button.id != "cancel":
+                button.disabled = True
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    @on(Button.Pressed, "#cancel")
+    def _cancel(self) -> None:
+        self.dismiss(None)
+
+    def act(self, run: object) -> None:
+        """Run a core act; a refusal stays in the dialog, success dismisses it."""
+        if self.closed_elsewhere:
+            return
+        try:
+            done = run() if callable(run) else None
+        except LedgerError as exc:
+            self.refuse(str(exc))
+            return
+        if isinstance(done, Done):
+            self.dismiss(done)
+
+
+def _question_body(model: InstanceModel, obligation: ObligationState) -> ComposeResult:
+    redactor = model.redactor
+    interaction = model.interaction(obligation.id)
+    request = interaction.request if interaction is not None else None
+    if request is not None:
+        yield Static(plain(request.question, redactor), classes="question")
+        if request.action:
+            yield Static(
+                Text("A yes authorizes: ", style="bold") + plain(request.action, redactor),
+                classes="authorizes",
+            )
+        if request.evidence:
+            yield Static(
+                Text("Evidence: ")
+                + plain(", ".join(f"{e.class_} {e.ref}" for e in request.evidence), redactor),
+                classes="evidence",
+            )
+        attempt = f", attempt {request.attempt}" if request.attempt else ""
+        yield Static(
+            Text(
+                f"asked by {request.raised_by}"
+                f" at {request.raised_at[:19].replace('T', ' ')}{attempt}",
+                style="dim",
+            )
+        )
+    elif obligation.question:
+        yield Static(plain(obligation.question, redactor), classes="question")
+
+
+class AnswerDialog(ObligationDialog):
+    """An answer to a unit's question: one widget per kind, and what it will be recorded as."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "cancel"),
+        Binding("ctrl+s", "submit", "submit", show=False),
+    ]
+
+    def __init__(
+        self, model: InstanceModel, obligation: ObligationState, person: str, actor: Actor
+    ) -> None:
+        super().__init__(model, obligation, person, actor)
+        interaction = model.interaction(obligation.id)
+        self.request = interaction.request if interaction is not None else None
+        self.kind = self.request.kind if self.request is not None else "clarification"
+
+    @property
+    def TITLE_TEXT(self) -> str:  # type: ignore[override]
+        return {
+            "consent": "Consent",
+            "uat": "Acceptance",
+            "recap": "Recap",
+            "choice": "Choice",
+        }.get(self.kind, "Question")
+
+    def title_text(self) -> str:
+        subject = self.request.subject if self.request is not None else self.obligation.subject
+        unit = f" (unit {self.obligation.unit})" if self.obligation.unit else ""
+        return f"{self.TITLE_TEXT} — {one_line(subject, self.redactor)}{unit}"
+
+    def body(self) -> ComposeResult:
+        yield from _question_body(self.model, self.obligation)
+        yield Static("", id="countdown", classes="countdown hidden")
+        if self.kind == "choice" and self.request is not None and self.request.options:
+            yield OptionList(
+                *[
+                    Option(Text(f"{i}. ") + plain(o, self.redactor), id=f"opt-{i - 1}")
+                    for i, o in enumerate(self.request.options, start=1)
+                ],
+                id="options",
+            )
+        elif self.kind in ("consent", "uat"):
+            placeholder = (
+                "a reason, if you refuse (optional)"
+                if self.kind == "consent"
+                else "a note (optional)"
+            )
+            yield Input(placeholder=placeholder, id="note")
+        else:
+            placeholder = "accept / reject, with a note" if self.kind == "uat" else "your answer"
+            yield Input(placeholder=placeholder, id="answer")
+        yield Static("", id="recorded-as", classes="recorded-as")
+
+    def buttons(self) -> ComposeResult:
+        if self.kind == "consent":
+            yield Button("Yes, authorize (y)", id="yes", variant="success")
+            yield Button("No, refuse (n)", id="no", variant="error")
+        elif self.kind == "uat":
+            yield Button("Verified (y)", id="yes", variant="success")
+            yield Button("Rejected (n)", id="no", variant="error")
+        else:
+            yield Button("Answer (enter)", id="submit", variant="primary")
+        yield Button("Cancel (esc)", id="cancel")
+
+    def on_mount(self) -> None:
+        self._show_recorded_as()
+        self._tick()
+        self.set_interval(1.0, self._tick)
+        for widget in self.query(Input):
+            widget.cursor_blink = False
+        if self.kind in ("consent", "uat"):
+            self.query_one("#yes", Button).focus()
+        elif self.query("#options"):
+            options = self.query_one("#options", OptionList)
+            options.highlighted = 0
+            options.focus()
+        else:
+            self.query_one("#answer", Input).focus()
+
+    def _tick(self) -> None:
+        waiting = [w for w in self.model.waiting_sessions() if w[0].id == self.obligation.id]
+        countdown = self.query_one("#countdown", Static)
+        if waiting:
+            left = int(waiting[0][2])
+            countdown.update(
+                Text(
+                    "⏳ the unit's session is waiting for this answer:"
+                    f" {left // 60}:{left % 60:02d} left"
+                )
+            )
+            countdown.remove_class("hidden")
+        else:
+            countdown.add_class("hidden")
+
+    def _answer_text(self) -> str | None:
+        if self.kind == "choice":
+            options = self.query_one("#options", OptionList)
+            if options.highlighted is None or self.request is None or not self.request.options:
+                return None
+            return self.request.options[options.highlighted]
+        if self.kind in ("consent", "uat"):
+            return None
+        return self.query_one("#answer", Input).value
+
+    def _show_recorded_as(self, answer: str | None = None) -> None:
+        label = self.query_one("#recorded-as", Static)
+        if self.kind == "consent":
+            label.update(
+                Text(
+                    "Yes is recorded as accepted; No as rejected."
+                    " Closing this dialog answers nothing."
+                )
+            )
+        elif self.kind == "uat":
+            label.update(Text("Verified is recorded as verified; Rejected as rejected."))
+        else:
+            text = answer if answer is not None else self._answer_text()
+            if text:
+                label.update(
+                    Text(f"will be recorded as: {disposition_for_answer(self.kind, text)}")
+                )
+            else:
+                label.update(Text("an empty answer is no answer: nothing is recorded", style="dim"))
+
+    @on(Input.Changed, "#answer")
+    def _typed(self, event: Input.Changed) -> None:
+        self.clear_refusal()
+        self._show_recorded_as(event.value)
+
+    @on(OptionList.OptionHighlighted, "#options")
+    def _picked(self) -> None:
+        self._show_recorded_as()
+
+    @on(Input.Submitted, "#answer")
+    @on(OptionList.OptionSelected, "#options")
+    @on(Button.Pressed, "#submit")
+    def action_submit(self) -> None:
+        text = self._answer_text()
+        if not text or not text.strip():
+            self.refuse("an answer cannot be empty: silence is not an answer")
+            answer_input = self.query("#answer")
+            if answer_input:
+                answer_input.first().add_class("-invalid")
+            return
+        self._send(text)
+
+    def key_y(self) -> None:
+        if self.kind in ("consent", "uat") and not isinstance(self.focused, Input):
+            self._yes_no(True)
+
+    def key_n(self) -> None:
+        if self.kind in ("consent", "uat") and not isinstance(self.focused, Input):
+            self._yes_no(False)
+
+    @on(Button.Pressed, "#yes")
+    def _yes(self) -> None:
+        self._yes_no(True)
+
+    @on(Button.Pressed, "#no")
+    def _no(self) -> None:
+        self._yes_no(False)
+
+    def _yes_no(self, yes: bool) -> None:
+        note = self.query_one("#note", Input).value.strip()
+        if yes:
+            # Only an explicit yes-word counts: a note is kept as an acknowledgement beside it.
+            self._send("yes", note=note or None)
+        else:
+            self._send(f"no — {note}" if note else "no")
+
+    def _send(self, text: str, note: str | None = None) -> None:
+        policy = self.model.interaction_policy()
+        if policy is None:
+            self.refuse("the interaction policy does not load: nobody may answer")
+            return
+
+        def run() -> Done:
+            if note:
+                dispositions.acknowledge(
+                    self.ledger, policy, self.obligation.id, self.person, self.actor, note
+                )
+            done = dispositions.answer(
+                self.ledger,
+                policy,
+                self.obligation.id,
+                self.person,
+                self.actor,
+                text,
+                channel="tui",
+            )
+            return Done(
+                f"{done.kind} {self.obligation.id[:8]} answered by {self.person}"
+                f" ({done.disposition})",
+                self.obligation.id,
+            )
+
+        self.act(run)
+
+
+class ResolveDialog(ObligationDialog):
+    TITLE_TEXT = "Resolve"
+
+    def body(self) -> ComposeResult:
+        o = self.obligation
+        yield Static(Text(f"{o.severity} · {o.concern} · owed to {o.consumer}"))
+        if o.question:
+            yield Static(plain(o.question, self.redactor), classes="question")
+        policy = self.model.interaction_policy()
+        options: list[Option] = []
+        self.allowed: list[str] = []
+        blanket: str | None = None
+        if policy is None:
+            blanket = "the interaction policy does not load: nobody may disposition"
+        else:
+            blanket = check_disposition_authority(
+                policy,
+                self.person,
+                severity=o.severity,
+                s5=o.consumer == "S5",
+                os_user=self.actor.os_user,
+            )
+        for d in DISPOSITIONS:
+            reason = blanket
+            if reason is None and policy is not None:
+                reason = check_disposition_authority(
+                    policy,
+                    self.person,
+                    severity=o.severity,
+                    disposition=d,
+                    s5=o.consumer == "S5",
+                    os_user=self.actor.os_user,
+                )
+            if reason is None:
+                self.allowed.append(d)
+                options.append(Option(d, id=d))
+            else:
+                options.append(Option(Text(f"{d} — {reason}", style="dim"), id=d, disabled=True))
+        if blanket is not None:
+            yield Static(Text(f"✖ {blanket}"), classes="refusal")
+        yield OptionList(*options, id="dispositions")
+        yield Input(placeholder="rationale (required)", id="rationale")
+
+    def buttons(self) -> ComposeResult:
+        yield Button("Resolve", id="resolve", variant="primary", disabled=not self.allowed)
+        yield Button("Cancel (esc)", id="cancel")
+
+    def on_mount(self) -> None:
+        for widget in self.query(Input):
+            widget.cursor_blink = False
+        options = self.query_one("#dispositions", OptionList)
+        if self.allowed:
+            options.highlighted = DISPOSITIONS.index(self.allowed[0])
+        options.focus()
+
+    @on(Input.Submitted, "#rationale")
+    @on(Button.Pressed, "#resolve")
+    def _resolve(self) -> None:
+        options = self.query_one("#dispositions", OptionList)
+        if options.highlighted is None:
+            self.refuse("pick a disposition")
+            return
+        disposition = DISPOSITIONS[options.highlighted]
+        rationale = self.query_one("#rationale", Input).value
+        if not rationale.strip():
+            self.query_one("#rationale", Input).add_class("-invalid")
+            self.refuse("a disposition needs a rationale")
+            return
+        policy = self.model.interaction_policy()
+        if policy is None:
+            return
+
+        def run() -> Done:
+            dispositions.resolve(
+                self.ledger,
+                policy,
+                self.obligation.id,
+                self.person,
+                self.actor,
+                disposition=disposition,
+                rationale=rationale,
+            )
+            return Done(
+                f"{self.obligation.id[:8]} resolved by {self.person} as {disposition}",
+                self.obligation.id,
+            )
+
+        self.act(run)
+
+
+class AcknowledgeDialog(ObligationDialog):
+    TITLE_TEXT = "Acknowledge"
+
+    def body(self) -> ComposeResult:
+        yield Static(Text("Seen by someone who may handle it: not agreement, and the veto stands."))
+        yield Input(placeholder="a note (optional)", id="note")
+
+    def buttons(self) -> ComposeResult:
+        yield Button("Acknowledge", id="ack", variant="primary")
+        yield Button("Cancel (esc)", id="cancel")
+
+    def on_mount(self) -> None:
+        note = self.query_one("#note", Input)
+        note.cursor_blink = False
+        note.focus()
+
+    @on(Input.Submitted, "#note")
+    @on(Button.Pressed, "#ack")
+    def _ack(self) -> None:
+        policy = self.model.interaction_policy()
+        if policy is None:
+            return
+        note = self.query_one("#note", Input).value.strip() or None
+
+        def run() -> Done:
+            dispositions.acknowledge(
+                self.ledger, policy, self.obligation.id, self.person, self.actor, note
+            )
+            return Done(
+                f"{self.obligation.id[:8]} acknowledged by {self.person}", self.obligation.id
+            )
+
+        self.act(run)
+
+
+class EscalateDialog(ObligationDialog):
+    TITLE_TEXT = "Escalate"
+
+    def __init__(
+        self, model: InstanceModel, obligation: ObligationState, person: str, actor: Actor
+    ) -> None:
+        super().__init__(model, obligation, person, actor)
+        self.done: Done | None = None
+
+    def body(self) -> ComposeResult:
+        yield Static(
+            Text(
+                f"Owed to {self.obligation.consumer} now."
+                " A successor is opened for the consumer you pick;"
+                " this one closes as escalated."
+            )
+        )
+        consumers = [c for c in CONSUMERS if c != self.obligation.consumer]
+        self.consumers = consumers
+        yield OptionList(*[Option(c, id=c.replace("*", "star")) for c in consumers], id="consumers")
+        yield Input(placeholder="rationale (required)", id="rationale")
+        yield Static("", id="successor", classes="successor hidden")
+
+    def buttons(self) -> ComposeResult:
+        yield Button("Escalate", id="escalate", variant="warning")
+        yield Button("Cancel (esc)", id="cancel")
+
+    def on_mount(self) -> None:
+        for widget in self.query(Input):
+            widget.cursor_blink = False
+        options = self.query_one("#consumers", OptionList)
+        options.highlighted = self.consumers.index("human") if "human" in self.consumers else 0
+        options.focus()
+
+    @on(Input.Submitted, "#rationale")
+    @on(Button.Pressed, "#escalate")
+    def _escalate(self) -> None:
+        if self.done is not None:
+            self.dismiss(self.done)
+            return
+        options = self.query_one("#consumers", OptionList)
+        to = self.consumers[options.highlighted or 0]
+        rationale = self.query_one("#rationale", Input).value
+        if not rationale.strip():
+            self.query_one("#rationale", Input).add_class("-invalid")
+            self.refuse("an escalation needs a rationale")
+            return
+        policy = self.model.interaction_policy()
+        if policy is None:
+            return
+        try:
+            result = dispositions.escalate(
+                self.ledger,
+                policy,
+                self.obligation.id,
+                self.person,
+                self.actor,
+                to=to,
+                rationale=rationale,
+            )
+        except LedgerError as exc:
+            self.refuse(str(exc))
+            return
+        self.clear_refusal()
+        shown = self.query_one("#successor", Static)
+        shown.update(
+            Text(
+                f"escalated to {to}: successor {result.successor.id[:8]} is now what is owed",
+                style="bold",
+            )
+        )
+        shown.remove_class("hidden")
+        button = self.query_one("#escalate", Button)
+        button.label = "Close"
+        self.done = Done(
+            f"{self.obligation.id[:8]} escalated to {to}: successor {result.successor.id[:8]}",
+            result.successor.id,
+        )
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,question_mark", "dismiss", "close")]
+
+    def __init__(self, rows: list[tuple[str, str]]) -> None:
+        super().__init__()
+        self.rows = rows
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label("Keys", classes="dialog-title")
+            with VerticalScroll(classes="dialog-body"):
+                for key, what in self.rows:
+                    yield Static(Text.assemble((f"{key:>10}", "bold"), "  ", what))
+            yield Static(Text("esc closes", style="dim"))
+
+    def action_dismiss(self, result: None = None) -> None:  # type: ignore[override]
+        self.dismiss(None)
+
+
+class ProblemsScreen(ModalScreen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "close", "close")]
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__()
+        self.problems = problems
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(
+                f"Problems the readers found ({len(self.problems)})", classes="dialog-title"
+            )
+            with VerticalScroll(classes="dialog-body"):
+                if not self.problems:
+                    yield Static("none: every line of every log read")
+                for problem in self.problems[:500]:
+                    yield Static(plain(problem))
+            yield Static(
+                Text(
+                    "each is file:line: message; `regulator doctor` lists them too · esc closes",
+                    style="dim",
+                )
+            )
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class PersonPicker(ModalScreen[str | None]):
+    """Who is acting, when neither --as, REGULATOR_PERSON nor the OS user names someone."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "cancel")]
+
+    def __init__(self, people: list[tuple[str, str]], reason: str) -> None:
+        super().__init__()
+        self.people = people
+        self.reason = reason
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label("Who is acting?", classes="dialog-title")
+            yield Static(Text(self.reason, style="dim"))
+            yield OptionList(
+                *[
+                    Option(Text.assemble((name, "bold"), f"  {grants}"), id=f"p-{i}")
+                    for i, (name, grants) in enumerate(self.people)
+                ],
+                id="people",
+            )
+            yield Static(Text("enter picks · esc: look without acting", style="dim"))
+
+    @on(OptionList.OptionSelected, "#people")
+    def _picked(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(self.people[event.option_index][0])
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

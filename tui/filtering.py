@@ -1,0 +1,83 @@
+"""The inbox filter: free text plus qualifiers, as a person types it into ``/``.
+
+``consent unit:u-42 is:blocking !is:acknowledged`` keeps obligations whose text holds
+"consent", on unit u-42, at blocking or above, and not acknowledged. Qualifiers: ``is:`` a
+severity (at or above), a status, ``veto`` or ``new``; ``kind:`` the question's kind;
+``concern:``, ``unit:``, ``owed:`` (consumer) and ``instance:``. ``!`` negates a term.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from regulator.protocol.obligations import ObligationState
+from regulator.protocol.vocab import (
+    OBLIGATION_STATUSES,
+    SEVERITIES,
+    SEVERITY_ORDER,
+    TERMINAL_STATUSES,
+)
+
+
+@dataclass(frozen=True)
+class Context:
+    instance: str
+    kind: str | None
+    new: bool
+
+
+Predicate = Callable[[ObligationState, Context], bool]
+
+
+def _term(term: str) -> Predicate:
+    key, sep, value = term.partition(":")
+    value = value.lower()
+    if sep and key == "is":
+        if value in SEVERITIES:
+            return lambda o, c: SEVERITY_ORDER[o.severity] >= SEVERITY_ORDER[value]
+        if value in OBLIGATION_STATUSES:
+            return lambda o, c: o.status == value
+        if value == "veto":
+            return lambda o, c: o.blocks and o.status not in TERMINAL_STATUSES
+        if value == "new":
+            return lambda o, c: c.new
+    if sep and key == "kind":
+        return lambda o, c: (c.kind or "") == value
+    if sep and key == "concern":
+        return lambda o, c: o.concern == value
+    if sep and key == "unit":
+        return lambda o, c: (o.unit or "").lower().startswith(value)
+    if sep and key == "owed":
+        return lambda o, c: o.consumer.lower() == value
+    if sep and key == "instance":
+        return lambda o, c: c.instance.lower().startswith(value)
+    needle = term.lower()
+    return lambda o, c: (
+        needle
+        in " ".join(
+            [
+                o.id,
+                o.subject,
+                o.question or "",
+                o.concern,
+                o.unit or "",
+                o.consumer,
+                o.status,
+                o.severity,
+                c.instance,
+            ]
+        ).lower()
+    )
+
+
+def compile_filter(query: str) -> Predicate:
+    terms: list[tuple[bool, Predicate]] = []
+    for raw in query.split():
+        negate = raw.startswith("!") and len(raw) > 1
+        terms.append((negate, _term(raw[1:] if negate else raw)))
+
+    def keep(o: ObligationState, c: Context) -> bool:
+        return all(pred(o, c) != negate for negate, pred in terms)
+
+    return keep

@@ -1,0 +1,216 @@
+"""What the control room shows, kept current from the instance's files (no Textual here).
+
+One ``InstanceModel`` per instance holds the incremental readers (the regulatory log, the audit
+log) and re-reads the small records (``unit.json``, leases) when their files change. ``refresh``
+folds only what was appended and says what changed, so the screens update in place. The
+files are the truth: nothing here is state the files do not hold.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from regulator.clock import Clock, parse_iso, system_clock
+from regulator.execution import ExecutionStore
+from regulator.instance import read_canaries
+from regulator.leases import LeaseStore
+from regulator.policy import Definition, PolicyError, load_definition
+from regulator.protocol.entry import load_record
+from regulator.protocol.execution import Lease, UnitRecord
+from regulator.protocol.obligations import ObligationState
+from regulator.protocol.ours import Receipt
+from regulator.protocol.policies import InteractionPolicy, Person
+from regulator.protocol.vocab import SEVERITY_ORDER, TERMINAL_STATUSES
+from regulator.redaction import Redactor
+from regulator.regulatory_log import InteractionState, RegulatoryLog
+from regulator.store import Layout, TailReader
+
+SEVERITY_GLYPH = {"critical": "▲", "blocking": "●", "advisory": "◐", "info": "○"}
+STATUS_GLYPH = {
+    "open": "○",
+    "acknowledged": "◔",
+    "resolved": "✓",
+    "escalated": "↗",
+    "superseded": "⇢",
+}
+
+
+@dataclass
+class Changes:
+    new_obligations: list[ObligationState] = field(default_factory=list)
+    obligations: bool = False
+    units: bool = False
+    restarted: bool = False
+
+
+def _parse_receipt(raw: bytes) -> Receipt:
+    return load_record(Receipt, raw)
+
+
+class InstanceModel:
+    def __init__(
+        self, root: Path, *, clock: Clock = system_clock, definition: Path | None = None
+    ) -> None:
+        self.root = root.resolve()
+        self.clock = clock
+        self.layout = Layout(self.root)
+        self.definition: Definition = load_definition(self.root, definition)
+        self.log = RegulatoryLog(self.layout)
+        self.store = ExecutionStore(self.layout, clock)
+        self._receipts: TailReader[Receipt] = TailReader(
+            self.layout.receipts, _parse_receipt, label=self.layout.label(self.layout.receipts)
+        )
+        self.seen: dict[str, set[str]] = {}
+        self.units: dict[str, UnitRecord] = {}
+        self.leases: list[Lease] = []
+        self.record_problems: list[str] = []
+        self.last_change: datetime | None = None
+        self.loaded = False
+        self.redactor = Redactor(read_canaries(self.layout))
+
+    @property
+    def name(self) -> str:
+        return self.root.name
+
+    def interaction_policy(self) -> InteractionPolicy | None:
+        try:
+            return self.definition.interaction
+        except PolicyError:
+            return None
+
+    def refresh(self, paths: Iterable[Path] | None = None) -> Changes:
+        """Fold what changed (everything when ``paths`` is None)."""
+        changes = Changes()
+        before = set(self.log.obligations)
+        entries = self.log.refresh()
+        if entries:
+            changes.obligations = True
+            changes.new_obligations = [
+                o for oid, o in self.log.obligations.items() if oid not in before
+            ]
+        for receipt in self._receipts.refresh():
+            self.seen.setdefault(receipt.obligation_id, set()).add(receipt.person)
+            changes.obligations = True
+        touched = list(paths) if paths is not None else None
+        if touched is None or any(self._is_unit_file(p) for p in touched):
+            self._read_units()
+            changes.units = True
+        if entries or changes.units:
+            self.last_change = self.clock()
+        self.loaded = True
+        return changes
+
+    def _is_unit_file(self, path: Path) -> bool:
+        text = str(path)
+        return "/units/" in text or "/leases/" in text
+
+    def _read_units(self) -> None:
+        problems: list[str] = []
+        units: dict[str, UnitRecord] = {}
+        for unit_id in self.layout.list_units():
+            try:
+                units[unit_id] = self.store.unit(unit_id)
+            except Exception as exc:  # a bad record is a problem to show, not a crash
+                problems.append(f"{self.layout.label(self.layout.unit_record(unit_id))}: {exc}")
+        self.units = units
+        try:
+            self.leases = LeaseStore(self.layout, self.clock).leases()
+        except Exception as exc:
+            problems.append(f".regulator/leases: {exc}")
+        self.record_problems = problems
+
+    # -- what the screens ask -------------------------------------------------------------
+
+    @property
+    def problems(self) -> list[str]:
+        return (
+            [str(p) for p in self.log.problems]
+            + [str(p) for p in self._receipts.problems]
+            + self.record_problems
+        )
+
+    def open_obligations(self) -> list[ObligationState]:
+        return self.log.open_obligations()
+
+    def instance_veto(self) -> list[ObligationState]:
+        return [o for o in self.log.open_obligations() if o.blocks and o.unit is None]
+
+    def owed_to_person(self) -> list[ObligationState]:
+        return [o for o in self.log.open_obligations() if o.consumer == "human"]
+
+    def interaction(self, obligation_id: str) -> InteractionState | None:
+        return self.log.interaction_for(obligation_id)
+
+    def waiting_sessions(self) -> list[tuple[ObligationState, InteractionState, float]]:
+        "Questions whose session is still waiting in ``ask_human``: (obligation, request, s left)."
+        now = self.clock()
+        out = []
+        for o in self.log.open_obligations():
+            if o.concern != "interaction":
+                continue
+            i = self.log.interaction_for(o.id)
+            if i is None or i.request.channel != "tui" or i.answers:
+                continue
+            try:
+                deadline = parse_iso(i.request.raised_at) + timedelta(
+                    milliseconds=i.request.timeout_ms
+                )
+            except ValueError:
+                continue
+            left = (deadline - now).total_seconds()
+            if left > 0:
+                out.append((o, i, left))
+        return out
+
+
+def sort_key(o: ObligationState) -> tuple[int, int, str]:
+    """Severity first, then what vetoes, then the oldest."""
+    vetoes = o.blocks and o.status not in TERMINAL_STATUSES
+    return (-SEVERITY_ORDER[o.severity], 0 if vetoes else 1, o.opened_at)
+
+
+def age(opened_at: str, now: datetime) -> str:
+    try:
+        seconds = max(0, int((now - parse_iso(opened_at)).total_seconds()))
+    except ValueError:
+        return "?"
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m"
+    if seconds < 86400:
+        return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}"
+    return f"{seconds // 86400}d"
+
+
+def resolve_person(
+    given: str | None, policy: InteractionPolicy | None, env: dict[str, str] | None = None
+) -> tuple[str | None, str]:
+    """Who is acting: --as, else REGULATOR_PERSON, else the OS user when listed; and why."""
+    environ = os.environ if env is None else env
+    if given:
+        return given, "--as"
+    if environ.get("REGULATOR_PERSON"):
+        return environ["REGULATOR_PERSON"], "REGULATOR_PERSON"
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = ""
+    if policy is not None and user and policy.person(user) is not None:
+        return user, "the OS user"
+    return None, "nobody named: pick a person"
+
+
+def grants(person: Person | None) -> str:
+    if person is None:
+        return "not in the policy: may disposition nothing"
+    parts = [f"up to {person.resolve_up_to}"]
+    parts.append("accepts risk" if person.accept_risk else "no risk acceptance")
+    if person.act_as_s5:
+        parts.append("acts as S5")
+    return ", ".join(parts)
