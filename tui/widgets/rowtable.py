@@ -170,9 +170,13 @@ class RowTable(ScrollView, can_focus=True):
         return line
 
     def _strip(self, text: Text, width: int, style: Style | None = None) -> Strip:
-        segments = list(text.render(self.app.console, end=""))
-        strip = Strip(segments).crop_extend(0, width, None)
-        return strip.apply_style(style) if style is not None else strip
+        # The row's own style first (the cursor, the header), then the widget's: what is set
+        # on a segment wins, so the cursor shows and every other cell gets the theme's colours.
+        base = self.rich_style
+        strip = Strip(list(text.render(self.app.console, end="")))
+        if style is not None:
+            strip = strip.apply_style(style)
+        return strip.apply_style(base).crop_extend(0, width, base + style if style else base)
 
     def style_for(self, name: str) -> Style:
         # Only the foreground: a cell must not paint its own background over the cursor's.
@@ -187,10 +191,10 @@ class RowTable(ScrollView, can_focus=True):
         if not self.keys:
             if y == 1:
                 return self._strip(Text(self.empty, style="italic"), width)
-            return Strip.blank(width)
+            return Strip.blank(width, self.rich_style)
         index = self.scroll_offset.y + y - 1
         if index >= len(self.keys):
-            return Strip.blank(width)
+            return Strip.blank(width, self.rich_style)
         key = self.keys[index]
         selected = index == self.cursor
         cache_key = (key, width, selected)
