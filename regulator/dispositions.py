@@ -128,6 +128,7 @@ def answer(
     text: str,
     *,
     channel: str = "cli",
+    note: str | None = None,
 ) -> Answered:
     """A person's answer to a unit's question: recorded, and the obligation resolved by it.
 
@@ -155,6 +156,9 @@ def answer(
             raise Refusal(f'the question offers {offered}; "{text}" is not one of them')
         _authorize(txn, policy, by, actor, severity=state.severity)
         disposition = disposition_for_answer(request.kind, text)
+        if note:
+            # A note beside a yes: kept as an acknowledgement, in the same write as the answer.
+            txn.acknowledge(state.id, by, note)
         txn.answer_interaction(request.id, outcome="answered", by=by, channel=channel, answer=text)
         txn.resolve(state.id, by, disposition, text)
         return Answered(state, request.kind, disposition, text)

@@ -155,6 +155,11 @@ class Loop:
                 f"workload: contract is for {wl.name} v{wl.version}, the definition runs "
                 f"{self.workload.label}"
             )
+        if contract.unit_type in self.workload.unit_types:
+            try:
+                self.adapter_for(contract.unit_type)
+            except (ExecutionError, ValueError) as exc:
+                problems.append(f"session: {exc}")
         if contract.unit_type not in self.workload.unit_types:
             problems.append(
                 f"unitType: {contract.unit_type!r} is not a unit type of {self.workload.label}"
@@ -239,32 +244,26 @@ class Loop:
                 sleep=self.sleep,
                 wait_for_person=self.wait_for_person,
             )
-            adapter = self.adapter_for(unit.unit_type)
-            for model in models:
-                guard.record_model(model)
-                result = adapter.run(
+            try:
+                result, error = self._run_session(
+                    self.adapter_for(unit.unit_type),
+                    models,
                     SessionRun(
                         contract,
                         attempt,
                         worktree,
                         prompt,
                         prompt_path,
-                        model,
+                        models[0],
                         tools,
                         guard,
                         self.clock,
                         self.layout.root,
                         self.sleep,
-                    )
+                    ),
                 )
-                if result.provider_error is None:
-                    break
-                # A provider failure moves to the next model of the route, in a fresh session.
-                error = f"provider error on {model}: {result.provider_error}"
-            else:
-                error = error or "every model of the route failed"
-            if result is not None and result.provider_error is None:
-                error = result.error
+            except Exception as exc:  # a session that crashes is an attempt that ended in error
+                error = f"the session failed: {type(exc).__name__}: {exc}"
         guard.tick()
         ended_at = now_iso(self.clock)
         self._route()
@@ -272,6 +271,21 @@ class Loop:
         return self._settle(
             contract, unit_id, attempt, started_at, ended_at, session_id, guard, error, worktree
         )
+
+    def _run_session(
+        self, adapter: SessionAdapter, models: list[str], run: SessionRun
+    ) -> tuple[SessionResult | None, str | None]:
+        """Run on the first model; a provider failure moves to the next, in a fresh session."""
+        result: SessionResult | None = None
+        error: str | None = None
+        for model in models:
+            run.guard.record_model(model)
+            run.model = model
+            result = adapter.run(run)
+            if result.provider_error is None:
+                return result, result.error
+            error = f"provider error on {model}: {result.provider_error}"
+        return result, error or "every model of the route failed"
 
     def _settle(
         self,
@@ -563,7 +577,11 @@ class Loop:
             and (o.closed_at or "") > since
         ]
         if not resolved:
-            return None
+            # `unit route` then `unit dispatch`: the decision's hint, as drive would pass it.
+            decisions = [
+                d for d in self.store.decisions(unit.unit_id) if d.decided_at > since and d.hint
+            ]
+            return decisions[-1].hint if decisions else None
         o = max(resolved, key=lambda s: s.closed_at or "")
         if o.concern == "interaction":
             asked = f"{o.subject}: {o.question}" if o.question else o.subject

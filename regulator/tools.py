@@ -283,7 +283,8 @@ class SessionTools:
         policy = self._interaction_policy()
         waits = not CONTINUES_WITHOUT_ANSWER[kind]  # type: ignore[index]
         cap = policy.attention.blocking_per_attempt if policy is not None else 0
-        if waits and self.state.blocking_asked >= cap:
+        # Without a valid policy nobody is asked and every question pauses (the original's rule).
+        if waits and policy is not None and self.state.blocking_asked >= cap:
             raise ToolRefused(
                 f"the attention budget is spent: {cap} blocking question(s) per attempt. Record "
                 "the decision as residualUncertainty in your report, where the routing policy "

@@ -95,6 +95,11 @@ async def _attention(pilot: Any) -> None:
     await _tab(pilot, "attention")
 
 
+async def _problems(pilot: Any) -> None:
+    await pilot.press("exclamation_mark")
+    await pilot.pause()
+
+
 async def _help(pilot: Any) -> None:
     await pilot.press("question_mark")
     await pilot.pause()
@@ -119,6 +124,7 @@ SHOTS: list[Shot] = [
     Shot("acknowledge", _dialog("ack", "c", lambda o: o.concern == "recovery-decision")),
     Shot("escalate", _dialog("escalate", "e", lambda o: o.concern == "recovery-decision")),
     Shot("help", _help),
+    Shot("problems", _problems),
     Shot("who-is-acting", _none, person=None),
     Shot("inbox-light", _inbox, theme="textual-light"),
 ]

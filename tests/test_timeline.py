@@ -142,9 +142,10 @@ def test_fix_rounding_replays_its_attempts_decision_and_question_in_time_order(
         ("contract", "contract fix-rounding-c v1"),
         ("unit", "unit created"),
         ("attempt", "attempt 1 started"),
-        ("observation", "failure observed: invalid-report (tool report_result)"),
-        ("attempt", "attempt 1: no-report"),
-        ("decision", "after attempt 1: invalid-report (occurrence 1) → repair"),
+        ("attempt", "attempt 1: check-failure"),
+        ("evidence", "evidence run_tests: fail"),
+        ("verdict", "verdict: fail (1 failed)"),
+        ("decision", "after attempt 1: check-failure (occurrence 1) → repair"),
         ("attempt", "attempt 2 started"),
         ("obligation", "obligation-opened by S1 (blocking veto → human)"),
         ("interaction", "asked clarification: negative halves"),
@@ -169,7 +170,7 @@ def test_fix_rounding_replays_its_attempts_decision_and_question_in_time_order(
 def test_each_row_belongs_to_the_attempt_of_its_record_or_its_time(demo: Layout) -> None:
     rows = {row.title: row for row in unit_timeline(demo, "fix-rounding")}
     # From the record: the decision names the attempt that failed, evidence its attempt.
-    assert rows["after attempt 1: invalid-report (occurrence 1) → repair"].attempt == 1
+    assert rows["after attempt 1: check-failure (occurrence 1) → repair"].attempt == 1
     assert rows["evidence run_tests: pass"].attempt == 2
     # From time: inside attempt 2, or before attempt 1 started (the next to start).
     assert rows["obligation-resolved by alice (fixed)"].attempt == 2
@@ -221,7 +222,8 @@ def test_rows_group_by_attempt_with_what_came_after_last(demo: Layout) -> None:
         assert list(group.rows) == [r for r in rows if r.attempt == group.attempt]
     first, second = groups[0].rows, groups[1].rows
     assert first[-1].title.startswith("after attempt 1:")
-    assert second[0].title == "attempt 2 started"
+    # The repair resolves S3's finding as rework just before attempt 2 starts.
+    assert "attempt 2 started" in [r.title for r in second[:2]]
     assert group_by_attempt([]) == []
 
 

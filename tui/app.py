@@ -300,10 +300,11 @@ class RoomApp(App[None]):
         watch: bool = True,
         env: dict[str, str] | None = None,
         presence: bool = True,
+        definition: Path | None = None,
     ) -> None:
         super().__init__()
         self.clock = clock
-        self.models = [InstanceModel(root, clock=clock) for root in roots]
+        self.models = [InstanceModel(root, clock=clock, definition=definition) for root in roots]
         self.bell_on = bell
         self.watching = watch
         self.paused = False
@@ -315,6 +316,7 @@ class RoomApp(App[None]):
         self._stop = asyncio.Event()
         self.presence_on = presence
         self._presence: list[PresenceFile] = []
+        self._beating = False
         policy = self.models[0].interaction_policy() if self.models else None
         self.person, self.person_source = resolve_person(person, policy, env)
         self.os_user = os_user()
@@ -347,13 +349,16 @@ class RoomApp(App[None]):
         self.refresh_all()
 
     def _start_presence(self) -> None:
-        if not self.presence_on or self.person is None:
-            return
         for presence in self._presence:
             presence.close()
+        self._presence = []
+        if not self.presence_on or self.person is None:
+            return  # looking only: no session should wait for an answer from here
         self._presence = [PresenceFile(m.layout, self.person, self.clock) for m in self.models]
         self._beat()
-        self.set_interval(HEARTBEAT_S, self._beat)
+        if not self._beating:
+            self._beating = True
+            self.set_interval(HEARTBEAT_S, self._beat)
 
     def _beat(self) -> None:
         for presence in self._presence:
@@ -382,8 +387,10 @@ class RoomApp(App[None]):
             self.post_message(InstanceChanged(index, {Path(p) for _, p in changes}))
 
     def _safety_net(self) -> None:
+        # The logs only: a lost watch event must not hide an append; unit records change
+        # with a watch event of their own.
         for index in range(len(self.models)):
-            self.post_message(InstanceChanged(index, None))
+            self.post_message(InstanceChanged(index, set()))
 
     def on_instance_changed(self, message: InstanceChanged) -> None:
         if self.paused:
@@ -508,7 +515,9 @@ class RoomApp(App[None]):
             veto.remove_class("hidden")
         else:
             veto.add_class("hidden")
-        waiting = [(m, w) for m in self.models for w in m.waiting_sessions()]
+        waiting = sorted(
+            ((m, w) for m in self.models for w in m.waiting_sessions()), key=lambda mw: mw[1][2]
+        )
         banner = main.query_one("#waiting-banner", Static)
         if waiting:
             m, (o, _i, left) = waiting[0]
@@ -672,13 +681,23 @@ class RoomApp(App[None]):
             for o in model.log.obligations.values():
                 if preset != "everything" and o.status in TERMINAL_STATUSES:
                     continue
-                if preset == "owed to me" and o.consumer != "human":
+                if preset == "owed to me" and not self._owed_to_me(model, o):
                     continue
                 if self.filter_text and not keep(o, self._filter_context(index, o)):
                     continue
                 rows.append((sort_key(o), f"{index}:{o.id}"))
         rows.sort()
         return [key for _, key in rows]
+
+    def _owed_to_me(self, model: InstanceModel, o: ObligationState) -> bool:
+        """Owed to a person, and within what the acting person may disposition."""
+        if o.consumer != "human":
+            return False
+        policy = model.interaction_policy()
+        person = policy.person(self.person) if policy and self.person else None
+        if person is None:
+            return True  # nobody named: every person's share is shown
+        return SEVERITY_ORDER[person.resolve_up_to] >= SEVERITY_ORDER[o.severity]
 
     def _inbox(self) -> None:
         main = self.main

@@ -332,10 +332,6 @@ class AnswerDialog(ObligationDialog):
             return
 
         def run() -> Done:
-            if note:
-                dispositions.acknowledge(
-                    self.ledger, policy, self.obligation.id, self.person, self.actor, note
-                )
             done = dispositions.answer(
                 self.ledger,
                 policy,
@@ -344,6 +340,7 @@ class AnswerDialog(ObligationDialog):
                 self.actor,
                 text,
                 channel="tui",
+                note=note,
             )
             return Done(
                 f"{done.kind} {self.obligation.id[:8]} answered by {self.person}"

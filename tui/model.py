@@ -98,8 +98,10 @@ class InstanceModel:
             changes.obligations = True
         touched = list(paths) if paths is not None else None
         if touched is None or any(self._is_unit_file(p) for p in touched):
+            before_units = dict(self.units)
+            before_leases = list(self.leases)
             self._read_units()
-            changes.units = True
+            changes.units = self.units != before_units or self.leases != before_leases
         if entries or changes.units:
             self.last_change = self.clock()
         self.loaded = True

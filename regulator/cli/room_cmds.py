@@ -44,7 +44,13 @@ def cmd_room(args: argparse.Namespace) -> int:
     from tui.app import RoomApp
 
     try:
-        RoomApp(roots, person=person, bell=not args.no_bell).run()
+        override = getattr(args, "definition", None)
+        RoomApp(
+            roots,
+            person=person,
+            bell=not args.no_bell,
+            definition=Path(override) if override else None,
+        ).run()
     finally:
         stop.set()
     return 0

@@ -112,6 +112,8 @@ class ScriptAdapter(SessionAdapter):
             target.write_text(str(value["content"]), encoding="utf-8")
         elif action == "commit":
             gitops.git(run.worktree, "add", "-A")
+            if not gitops.git(run.worktree, "status", "--porcelain").stdout.strip():
+                return False  # nothing changed (a replayed step): there is nothing to commit
             gitops.git(
                 run.worktree, *gitops.identity_args(run.worktree), "commit", "-q", "-m", str(value)
             )
