@@ -132,7 +132,7 @@ class MainScreen(Screen[None]):
                     )
                     with VerticalScroll(id="detail-pane", classes="detail"):
                         yield Static("", id="detail")
-            with TabPane("Attention", id="attention"), VerticalScroll():
+            with TabPane("Attention", id="attention"), VerticalScroll(id="attention-scroll"):
                 yield Static("", id="attention-text")
         yield Footer()
 
@@ -162,7 +162,12 @@ class MainScreen(Screen[None]):
 
     def action_tab(self, name: str) -> None:
         self.query_one("#tabs", TabbedContent).active = name
-        target = {"instances": "#instance-table", "inbox": "#inbox-table"}.get(name)
+        # Focus moves into the tab: a tab whose pane holds no focus does not stay shown.
+        target = {
+            "instances": "#instance-table",
+            "inbox": "#inbox-table",
+            "attention": "#attention-scroll",
+        }.get(name)
         if target:
             self.query_one(target).focus()
 
