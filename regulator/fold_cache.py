@@ -1,0 +1,276 @@
+"""The fold snapshot's file: where it lives, who may have written it, and what it covers.
+
+A snapshot lets a cold start fold only the tail of a large regulatory log. It is a cache: any
+doubt about it and it is ignored, never repaired or half-used. It is trusted only if
+
+* it is this user's: ``.regulator/cache/fold-<uid>/``, a directory and a file owned by the
+  effective user and writable by no one else, reached without following a symlink — so another
+  account sharing the instance cannot plant a fold that this user's room would show;
+* it is whole: a header line, block lines, and a trailer line carrying the CRC-32 of every
+  byte before it (a torn or edited file fails this);
+* it covers the log as the log is now: same device and inode, the log at least as long as the
+  covered prefix, a newline as the prefix's last byte, and the CRC-32 of the whole prefix
+  equal to the one recorded when the prefix was folded.
+
+The content is JSON lines only — never a pickle, nothing that runs code when read — and what
+the blocks hold is checked again as it is decoded (see ``fast_records``). The CRCs catch
+accidents (a log truncated and grown again, a disk error); they are not a defence against a
+person who can write this user's files, who could as well write the log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import stat
+import time
+import zlib
+from collections.abc import Generator, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from regulator.store import Layout
+from regulator.store._fs import SplitPath, open_at, open_file, open_parent, write_all
+
+FORMAT = "regulator-fold"
+FILE_NAME = "signals.fold"
+_READ_CHUNK = 4 << 20
+# A writer that died mid-write leaves its temp file; one this old is no one's any more.
+_STALE_TEMP_S = 3600.0
+
+
+class SnapshotInvalid(Exception):
+    """The snapshot is not one to trust: missing, someone else's, torn, edited or stale."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogKey:
+    """What a snapshot covers: the log's identity and its first ``offset`` bytes."""
+
+    dev: int
+    ino: int
+    offset: int
+    crc: int
+
+    def to_json(self) -> dict[str, int]:
+        return {"dev": self.dev, "ino": self.ino, "offset": self.offset, "crc": self.crc}
+
+    @classmethod
+    def from_json(cls, value: Any) -> LogKey:
+        if not isinstance(value, dict) or set(value) != {"dev", "ino", "offset", "crc"}:
+            raise SnapshotInvalid("bad log key")
+        fields = [value["dev"], value["ino"], value["offset"], value["crc"]]
+        if not all(type(v) is int and v >= 0 for v in fields):
+            raise SnapshotInvalid("bad log key")
+        return cls(*fields)
+
+
+def cache_dir(layout: Layout) -> Path:
+    return layout.state / "cache" / f"fold-{os.geteuid()}"
+
+
+def snapshot_path(layout: Layout) -> Path:
+    return cache_dir(layout) / FILE_NAME
+
+
+# --- whose file ---------------------------------------------------------------------------------
+
+
+def _owned(st: os.stat_result) -> bool:
+    return st.st_uid == os.geteuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def _open_own_dir(layout: Layout, *, create: bool) -> int:
+    """A descriptor of this user's cache directory, or ``SnapshotInvalid``."""
+    directory = cache_dir(layout)
+    # ``.regulator/cache`` the store's way (no symlink followed, made if missing) …
+    parent = open_parent(SplitPath(directory), create=create)
+    try:
+        if create:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(directory.name, 0o700, dir_fd=parent)
+        # … and ours by hand: ``O_NOFOLLOW`` refuses a link planted in its place.
+        try:
+            fd = os.open(
+                directory.name,
+                os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                dir_fd=parent,
+            )
+        except OSError as error:
+            raise SnapshotInvalid(f"{directory}: {error.strerror}") from None
+    finally:
+        os.close(parent)
+    if not _owned(os.fstat(fd)):
+        os.close(fd)
+        raise SnapshotInvalid(f"{directory}: not this user's own directory")
+    return fd
+
+
+# --- writing ----------------------------------------------------------------------------------
+
+
+def write_snapshot(layout: Layout, header: dict[str, Any], blocks: Iterable[Any]) -> None:
+    """Write header, blocks and trailer to a temp file, then rename it into place.
+
+    No fsync: a snapshot lost or torn by a crash fails its trailer check and is rebuilt.
+    """
+    dir_fd = _open_own_dir(layout, create=True)
+    try:
+        _remove_stale_temps(dir_fd)
+        temp = f".{FILE_NAME}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+        fd = open_at(dir_fd, temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, Path(temp), 0o600)
+        try:
+            crc = 0
+            count = 0
+            pending: list[bytes] = []
+            size = 0
+
+            def put(line: bytes) -> None:
+                nonlocal crc, size
+                crc = zlib.crc32(line, crc)
+                pending.append(line)
+                size += len(line)
+                if size >= _READ_CHUNK:
+                    flush()
+
+            def flush() -> None:
+                nonlocal size
+                write_all(fd, b"".join(pending))
+                pending.clear()
+                size = 0
+
+            put(orjson.dumps(header) + b"\n")
+            for block in blocks:
+                put(orjson.dumps(block) + b"\n")
+                count += 1
+            trailer = orjson.dumps({"end": FORMAT, "blocks": count, "crc": crc}) + b"\n"
+            pending.append(trailer)
+            flush()
+        except BaseException:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(temp, dir_fd=dir_fd)
+            raise
+        os.close(fd)
+        try:
+            os.rename(temp, FILE_NAME, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp, dir_fd=dir_fd)
+            raise
+    finally:
+        os.close(dir_fd)
+
+
+def _remove_stale_temps(dir_fd: int) -> None:
+    now = time.time()
+    for name in os.listdir(dir_fd):
+        if not (name.startswith(f".{FILE_NAME}.") and name.endswith(".tmp")):
+            continue
+        with contextlib.suppress(OSError):
+            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            if now - st.st_mtime > _STALE_TEMP_S:
+                os.unlink(name, dir_fd=dir_fd)
+
+
+# --- reading ----------------------------------------------------------------------------------
+
+
+def read_snapshot(layout: Layout) -> Generator[Any, None, None]:
+    """The header, then each block, parsed; ``SnapshotInvalid`` at any doubt.
+
+    The trailer is checked only after the last block: a caller builds from the blocks as they
+    come and throws everything away if the iteration ends in ``SnapshotInvalid``.
+    """
+    try:
+        dir_fd = _open_own_dir(layout, create=False)
+    except FileNotFoundError:
+        raise SnapshotInvalid("no snapshot") from None
+    try:
+        try:
+            fd = open_at(dir_fd, FILE_NAME, os.O_RDONLY, snapshot_path(layout))
+        except FileNotFoundError:
+            raise SnapshotInvalid("no snapshot") from None
+    finally:
+        os.close(dir_fd)
+    try:
+        if not _owned(os.fstat(fd)):
+            raise SnapshotInvalid("the snapshot is not this user's own file")
+        yield from _lines(fd)
+    finally:
+        os.close(fd)
+
+
+def _lines(fd: int) -> Iterator[Any]:
+    crc = 0
+    count = -1  # the header is not a block
+    carry = b""
+    trailer: Any = None
+    while True:
+        chunk = os.read(fd, _READ_CHUNK)
+        if not chunk:
+            break
+        data = carry + chunk if carry else chunk
+        lines = data.split(b"\n")
+        carry = lines.pop()
+        for line in lines:
+            if trailer is not None:
+                raise SnapshotInvalid("data after the trailer")
+            value = _parse(line)
+            if isinstance(value, dict) and "end" in value:
+                trailer = value
+                continue
+            crc = zlib.crc32(b"\n", zlib.crc32(line, crc))
+            count += 1
+            yield value
+    if carry:
+        raise SnapshotInvalid("torn: the last line is incomplete")
+    if (
+        not isinstance(trailer, dict)
+        or trailer.get("end") != FORMAT
+        or trailer.get("blocks") != count
+        or trailer.get("crc") != crc
+    ):
+        raise SnapshotInvalid("the trailer does not match the content")
+
+
+def _parse(line: bytes) -> Any:
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        raise SnapshotInvalid("not JSON") from None
+
+
+# --- the log it covers ------------------------------------------------------------------------
+
+
+def log_matches(path: Path, key: LogKey) -> bool:
+    """Whether the log at ``path`` still starts with the bytes ``key`` was made from."""
+    try:
+        fd = open_file(path, os.O_RDONLY)
+    except OSError:
+        return False
+    except Exception:  # a symlink or a non-file where the log should be: the reader says so
+        return False
+    try:
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != (key.dev, key.ino) or st.st_size < key.offset:
+            return False
+        if key.offset and os.pread(fd, 1, key.offset - 1) != b"\n":
+            return False
+        crc, position = 0, 0
+        while position < key.offset:
+            chunk = os.pread(fd, min(_READ_CHUNK, key.offset - position), position)
+            if not chunk:
+                return False
+            crc = zlib.crc32(chunk, crc)
+            position += len(chunk)
+        return crc == key.crc
+    except OSError:
+        return False
+    finally:
+        os.close(fd)

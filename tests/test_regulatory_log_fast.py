@@ -1,0 +1,1034 @@
+"""The fast fold of the regulatory log folds exactly what the plain one does, snapshot or not.
+
+The reference here is the fold as it was before it was made fast: every line through pydantic
+(``parse_signal_line``), dispatched with ``match``, obligations built by ``from_opened``. The
+fast one must agree with it on every obligation, message, interaction and problem, and on the
+entries a refresh returns — on a log written by the real write path with bad lines, events for
+unknown obligations and the original's line shapes mixed in. A snapshot that is stale,
+tampered with or not this user's must be ignored, never half-used.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import re
+import zlib
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
+from regulator import fold_cache
+from regulator import regulatory_log as rl
+from regulator.asking import ask_in
+from regulator.fast_records import COMPILER, codecs_for
+from regulator.ledger import Ledger
+from regulator.policy import load_definition
+from regulator.protocol.entry import ENTRY_MODELS, parse_signal_line, validate_entry
+from regulator.protocol.interaction import InteractionAnswered, InteractionRequested
+from regulator.protocol.obligations import (
+    Delivery,
+    MessageNoted,
+    ObligationAcknowledged,
+    ObligationDelivered,
+    ObligationEscalated,
+    ObligationOpened,
+    ObligationResolved,
+    ObligationState,
+    ObligationSuperseded,
+)
+from regulator.protocol.vocab import MESSAGE_KINDS
+from regulator.regulatory_log import Answer, InteractionState, RegulatoryLog
+from regulator.router import route_messages
+from regulator.store import RESTART_MESSAGE, Layout, Problem, TailReader
+
+from .factory import message
+from .test_protocol_roundtrip import EVENTS, INTERACTIONS, MESSAGES
+
+DEFINITION = load_definition(None)
+START = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+
+
+# --- the reference: the fold before it was made fast ------------------------------------------
+
+
+class ReferenceFold:
+    """Every line validated by pydantic; the fold's rules as they were, with ``match``."""
+
+    def __init__(self, layout: Layout) -> None:
+        self.label = layout.label(layout.signals)
+        self.line = 0
+        self.reader: TailReader[tuple[int, Any]] = TailReader(
+            layout.signals, self._parse, label=self.label
+        )
+        self.messages: dict[str, Any] = {}
+        self.obligations: dict[str, ObligationState] = {}
+        self.interactions: dict[str, InteractionState] = {}
+        self.by_obligation: dict[str, str] = {}
+        self.cited: set[str] = set()
+        self.fold_problems: list[Problem] = []
+        self.lines = 0
+
+    def _parse(self, raw: bytes) -> tuple[int, Any]:
+        self.line += 1
+        return self.line, parse_signal_line(raw)
+
+    def refresh(self) -> list[Any]:
+        new = []
+        for line, entry in self.reader.refresh().items:
+            self._fold(line, entry)
+            new.append(entry)
+        return new
+
+    @property
+    def problems(self) -> list[Problem]:
+        return sorted([*self.reader.problems, *self.fold_problems], key=lambda p: p.line or 0)
+
+    def _problem(self, line: int, text: str) -> None:
+        self.fold_problems.append(Problem(self.label, line, text))
+
+    def _fold(self, line: int, entry: Any) -> None:
+        self.lines = max(self.lines, line)
+        match entry:
+            case ObligationOpened():
+                ob = entry.obligation
+                if ob.id in self.obligations:
+                    self._problem(line, f"obligation {ob.id} is opened a second time")
+                    return
+                self.obligations[ob.id] = ObligationState.from_opened(entry)
+                self.cited.update(ob.sources)
+            case MessageNoted():
+                self.cited.add(entry.message)
+            case (
+                ObligationAcknowledged()
+                | ObligationResolved()
+                | ObligationEscalated()
+                | ObligationSuperseded()
+                | ObligationDelivered()
+            ):
+                state = self.obligations.get(entry.obligation_id)
+                if state is None:
+                    self._problem(
+                        line, f"{entry.type} for an unknown obligation {entry.obligation_id}"
+                    )
+                    return
+                state.history.append(entry)
+                self._apply(state, entry)
+            case InteractionRequested():
+                request = entry.request
+                self.interactions[request.id] = InteractionState(request)
+                self.by_obligation[request.obligation_id] = request.id
+            case InteractionAnswered():
+                interaction = self.interactions.get(entry.request_id)
+                if interaction is None:
+                    self._problem(
+                        line, f"interaction-answered for an unknown request {entry.request_id}"
+                    )
+                    return
+                interaction.answers.append(
+                    Answer(entry.at, entry.by, entry.outcome, entry.channel, entry.answer)
+                )
+            case _:
+                self.messages[entry.id] = entry
+
+    @staticmethod
+    def _apply(state: ObligationState, event: Any) -> None:
+        match event:
+            case ObligationDelivered():
+                state.deliveries.append(Delivery.from_event(event))
+            case ObligationAcknowledged():
+                state.acknowledged_by.append(event.by)
+                if state.status == "open":
+                    state.status = "acknowledged"
+            case ObligationResolved():
+                state.status = "resolved"
+                state.closed_at, state.closed_by = event.at, event.by
+                state.rationale, state.disposition = event.rationale, event.disposition
+            case ObligationEscalated() | ObligationSuperseded():
+                escalated = isinstance(event, ObligationEscalated)
+                state.status = "escalated" if escalated else "superseded"
+                state.closed_at, state.closed_by = event.at, event.by
+                state.rationale, state.successor = event.rationale, event.successor
+
+
+# --- comparing two folds ----------------------------------------------------------------------
+
+
+def record_state(record: Any) -> Any:
+    """Everything of a record that could tell two builds apart, nested records included."""
+    if isinstance(record, BaseModel):
+        return (
+            type(record).__name__,
+            [(k, record_state(v)) for k, v in record.__dict__.items()],
+            sorted(record.__pydantic_fields_set__),
+            record.__pydantic_extra__,
+            record.__pydantic_private__,
+        )
+    if isinstance(record, list):
+        return [record_state(v) for v in record]
+    return (type(record).__name__, record)
+
+
+def fold_state(log: RegulatoryLog | ReferenceFold) -> dict[str, Any]:
+    by_obligation = log._by_obligation if isinstance(log, RegulatoryLog) else log.by_obligation
+    return {
+        "obligations": [(oid, record_state(s)) for oid, s in log.obligations.items()],
+        "messages": [(mid, record_state(m)) for mid, m in log.messages.items()],
+        "interactions": [
+            (rid, record_state(i.request), list(i.answers)) for rid, i in log.interactions.items()
+        ],
+        "by_obligation": dict(by_obligation),
+        "cited": sorted(log.cited),
+        "problems": [str(p) for p in log.problems],
+        "lines": log.lines,
+    }
+
+
+def assert_same_fold(fast: RegulatoryLog, reference: ReferenceFold) -> None:
+    mine, theirs = fold_state(fast), fold_state(reference)
+    for key in theirs:
+        assert mine[key] == theirs[key], key
+    assert fast.unrouted() == reference_unrouted(reference)
+
+
+def reference_unrouted(reference: ReferenceFold) -> list[Any]:
+    return [m for mid, m in reference.messages.items() if mid not in reference.cited]
+
+
+def assert_same_entries(mine: list[Any], theirs: list[Any]) -> None:
+    assert len(mine) == len(theirs)
+    assert [record_state(e) for e in mine] == [record_state(e) for e in theirs]
+
+
+# --- a log with everything in it --------------------------------------------------------------
+
+
+class Tick:
+    def __init__(self) -> None:
+        self.now = START
+
+    def __call__(self) -> datetime:
+        self.now += timedelta(milliseconds=7)
+        return self.now
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> Layout:
+    root = tmp_path / "instance"
+    (root / ".regulator").mkdir(parents=True)
+    return Layout(root)
+
+
+def raw(layout: Layout, *lines: bytes | str) -> None:
+    """Append lines exactly as given (a writer that does not go through the ledger)."""
+    with layout.signals.open("ab") as f:
+        for line in lines:
+            f.write((line.encode() if isinstance(line, str) else line) + b"\n")
+
+
+def write_busy_log(layout: Layout, rounds: int = 3) -> None:
+    """Messages, routing, questions, deliveries, acknowledgements, every way of closing —
+    through the ledger and the router — with bad and odd lines in between."""
+    clock = Tick()
+    ledger = Ledger(layout, clock=clock)
+    for n in range(rounds):
+        raw(
+            layout,
+            json.dumps(message("operational-signal", f"tests fail {n}", unit="u1")),
+            json.dumps(message("audit-finding", f"no evidence {n}", severity="critical")),
+            json.dumps(message("operational-signal", f"fine {n}", severity="info", unit="u2")),
+            json.dumps(message("policy-proposal", f"allow INV-001 {n}", requestedChange=None)),
+            json.dumps(
+                message(
+                    "policy-proposal",
+                    f"nested change {n}",
+                    requestedChange={"a": [1, 2.5, "x", None, True], "b": {"c": -3}},
+                )
+            ),
+            json.dumps(
+                message(
+                    "intelligence-signal",
+                    f"advisory {n}",
+                    affectedUnits=["u1", "u2"],
+                    confidence="high",
+                    expiresAt="2099-01-01T00:00:00.000Z",
+                )
+            ),
+            json.dumps(message("uncertainty-signal", f"rounding {n}", unit="u3")),
+            json.dumps(message("coordination-signal", f"collision {n}", resource="calc.py")),
+            json.dumps(message("algedonic-signal", f"budget gone {n}", unit="u1")),
+            json.dumps(message("constraint", f"never push {n}", rationale=None)),
+        )
+        routed = route_messages(ledger, DEFINITION.routing)
+        opened = [o.id for o in routed.opened]
+        with ledger.transaction() as txn:
+            asks = [
+                ask_in(
+                    txn,
+                    DEFINITION.interaction,
+                    kind="choice",
+                    subject=f"store {n}",
+                    question="Which store?",
+                    options=["sqlite", "json"],
+                    unit="u1",
+                    attempt=1,
+                    evidence=[{"class": "file", "ref": "README.md", "observation": ""}],
+                ),
+                ask_in(
+                    txn,
+                    DEFINITION.interaction,
+                    kind="recap",
+                    subject=f"wording {n}",
+                    question="Fine?",
+                ),
+            ]
+        with ledger.transaction() as txn:
+            for oid in opened:
+                txn.deliver(oid, "S3", "outbox")
+                txn.deliver(oid, "S3", "tui", reminder=True, target="alice")
+                txn.acknowledge(oid, "S3")
+                txn.acknowledge(oid, "alice", note="looking")
+        with ledger.transaction() as txn:
+            txn.resolve(opened[0], "alice", "fixed", "done")
+            txn.escalate(opened[1], "S3", "a person decides", to="human")
+            txn.supersede(opened[2], "S3", opened[3], "covered")
+            request = asks[0].request
+            txn.answer_interaction(request.id, outcome="timed-out", by="S1", channel="none")
+            txn.answer_interaction(
+                request.id, outcome="answered", by="alice", channel="cli", answer="sqlite"
+            )
+            txn.resolve(asks[0].obligation.id, "alice", "fixed", "sqlite")
+        ghost = "00000000-0000-4000-8000-000000000000"
+        opened_line = ObligationOpened.model_validate(
+            {
+                "id": f"dup-{n}",
+                "at": "2026-12-01T10:00:00.000Z",
+                "by": "S3",
+                "obligation": ledger.refresh()
+                .obligations[opened[0]]
+                .as_obligation()
+                .to_json_dict(),
+            }
+        ).to_json_dict()
+        raw(
+            layout,
+            # Bad lines of every kind: each one a problem, the lines around it still read.
+            '{"type":"obligation-acknowledged","id":"x"',
+            "not json at all",
+            "",
+            "[1, 2, 3]",
+            "42",
+            '{"type":"obligation-teleported","id":"x"}',
+            '{"kind":"gossip","id":"x"}',
+            json.dumps({"type": "obligation-delivered", "id": "d", "at": "t", "by": "S3"}),
+            json.dumps(
+                {
+                    "type": "obligation-delivered",
+                    "id": "d",
+                    "at": "t",
+                    "by": "S3",
+                    "obligationId": opened[4],
+                    "channel": "pigeon",
+                    "reminder": False,
+                }
+            ),
+            json.dumps(
+                {
+                    "type": "obligation-delivered",
+                    "id": "d",
+                    "at": "t",
+                    "by": "S3",
+                    "obligationId": opened[4],
+                    "channel": "outbox",
+                    "reminder": "yes",
+                }
+            ),
+            json.dumps(
+                {
+                    "type": "obligation-acknowledged",
+                    "id": "",
+                    "at": "t",
+                    "by": "S3",
+                    "obligationId": opened[4],
+                }
+            ),
+            json.dumps(
+                {
+                    "type": "obligation-acknowledged",
+                    "id": "a",
+                    "at": "t",
+                    "by": ["S3"],
+                    "obligationId": opened[4],
+                }
+            ),
+            json.dumps(
+                {
+                    "type": "obligation-resolved",
+                    "id": "r",
+                    "at": "t",
+                    "by": "S3",
+                    "obligationId": opened[4],
+                    "disposition": {"not": "a word"},
+                    "rationale": "x",
+                }
+            ),
+            json.dumps({**opened_line, "extra": 1}),
+            b'{"kind":"constraint","id":"\xff\xfe"}',
+            b'{"type":"message-noted","id":"n","at":"t","by":"S3","message":"m\x00","reason":"r"}',
+            # Lines pydantic accepts in shapes the fast path leaves to it: snake_case keys,
+            # keys out of order, an explicit null for an optional field.
+            json.dumps(
+                {
+                    "type": "obligation-acknowledged",
+                    "id": f"snake-{n}",
+                    "at": "t",
+                    "by": "bob",
+                    "obligation_id": opened[4],
+                }
+            ),
+            json.dumps(
+                {
+                    "obligationId": opened[4],
+                    "reminder": False,
+                    "channel": "cli",
+                    "by": "S3",
+                    "at": "t",
+                    "id": f"reordered-{n}",
+                    "type": "obligation-delivered",
+                }
+            ),
+            json.dumps(
+                {
+                    "type": "obligation-acknowledged",
+                    "id": f"null-note-{n}",
+                    "at": "t",
+                    "by": "S3",
+                    "obligationId": opened[4],
+                    "note": None,
+                }
+            ),
+            # Events the fold cannot place: unknown obligation, unknown request, a second
+            # opening of the same obligation.
+            json.dumps(
+                {
+                    "type": "obligation-resolved",
+                    "id": f"ghost-{n}",
+                    "at": "t",
+                    "by": "S3",
+                    "obligationId": ghost,
+                    "disposition": "fixed",
+                    "rationale": "x",
+                }
+            ),
+            json.dumps(
+                {
+                    "type": "interaction-answered",
+                    "id": f"ghost-answer-{n}",
+                    "at": "t",
+                    "by": "alice",
+                    "requestId": ghost,
+                    "outcome": "answered",
+                    "answer": "yes",
+                    "channel": "cli",
+                }
+            ),
+            json.dumps(opened_line),
+        )
+
+
+def read_fast(layout: Layout) -> tuple[RegulatoryLog, list[Any]]:
+    log = RegulatoryLog(layout)
+    return log, log.refresh()
+
+
+def read_reference(layout: Layout) -> tuple[ReferenceFold, list[Any]]:
+    log = ReferenceFold(layout)
+    return log, log.refresh()
+
+
+@pytest.fixture(autouse=True)
+def _snapshots_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Snapshots are written only after reading many lines; tests that want one lower that.
+    monkeypatch.setattr(rl, "SNAPSHOT_AFTER_LINES", 10**9)
+
+
+def snapshot_after_every_cold_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rl, "SNAPSHOT_AFTER_LINES", 1)
+
+
+# --- the fast path ----------------------------------------------------------------------------
+
+
+def test_the_fast_fold_holds_exactly_what_the_pydantic_fold_holds(layout: Layout) -> None:
+    write_busy_log(layout)
+    fast, fast_entries = read_fast(layout)
+    reference, reference_entries = read_reference(layout)
+    assert_same_fold(fast, reference)
+    assert_same_entries(fast_entries, reference_entries)
+    assert len(fast.problems) > 20 and fast.obligations and fast.interactions
+
+
+def test_a_bad_line_is_reported_with_the_message_pydantic_gives_it(layout: Layout) -> None:
+    write_busy_log(layout, rounds=1)
+    fast, _ = read_fast(layout)
+    problems = [str(p) for p in fast.problems]
+    assert any("unknown line type 'obligation-teleported'" in p for p in problems)
+    assert any("channel: 'pigeon' is not one of" in p for p in problems)
+    assert any("obligation-delivered: obligationId" in p for p in problems)
+    assert any("invalid UTF-8" in p for p in problems)
+    assert any("for an unknown obligation 00000000-" in p for p in problems)
+    assert any("interaction-answered for an unknown request" in p for p in problems)
+    assert any("is opened a second time" in p for p in problems)
+
+
+def test_refreshing_as_lines_arrive_folds_what_one_cold_read_folds(layout: Layout) -> None:
+    follower = RegulatoryLog(layout)
+    seen: list[Any] = []
+    for _ in range(3):
+        write_busy_log(layout, rounds=1)
+        seen += follower.refresh()
+    reference, reference_entries = read_reference(layout)
+    assert_same_fold(follower, reference)
+    assert_same_entries(seen, reference_entries)
+
+
+def test_a_log_replaced_by_another_is_folded_afresh(layout: Layout) -> None:
+    write_busy_log(layout, rounds=2)
+    log = RegulatoryLog(layout)
+    log.refresh()
+    replacement = layout.signals.with_name("other.ndjson")
+    replacement.write_bytes(b"")
+    replacement.replace(layout.signals)
+    write_busy_log(layout, rounds=1)
+    entries = log.refresh()
+    reference, reference_entries = read_reference(layout)
+    mine, theirs = fold_state(log), fold_state(reference)
+    notice = f"{layout.label(layout.signals)}: {RESTART_MESSAGE}"
+    assert mine.pop("problems") == [notice, *theirs.pop("problems")]
+    assert mine == theirs
+    assert_same_entries(entries, reference_entries)
+
+
+def test_the_fast_states_and_deliveries_are_the_ones_the_models_build(layout: Layout) -> None:
+    write_busy_log(layout, rounds=1)
+    fast, _ = read_fast(layout)
+    for state in fast.obligations.values():
+        opened = state.history[0]
+        assert isinstance(opened, ObligationOpened)
+        built = rl._opened_state(opened)
+        expected = ObligationState.from_opened(opened)
+        assert record_state(built) == record_state(expected)
+        for event in state.history:
+            if isinstance(event, ObligationDelivered):
+                assert record_state(rl._delivery(event)) == record_state(Delivery.from_event(event))
+
+
+def test_every_line_type_has_a_fast_builder() -> None:
+    codecs = codecs_for(ENTRY_MODELS)
+    assert set(codecs) == set(ENTRY_MODELS), dict(COMPILER.refused)
+
+
+def test_a_large_refresh_leaves_the_collector_as_it_found_it(
+    layout: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_busy_log(layout, rounds=1)
+    monkeypatch.setattr(rl, "_FREEZE_AFTER", 1)
+    frozen: list[bool] = []
+    monkeypatch.setattr(rl.gc, "freeze", lambda: frozen.append(True))
+    assert gc.isenabled()
+    read_fast(layout)
+    assert gc.isenabled() and frozen == [True]
+    gc.disable()
+    try:
+        read_fast(layout)
+        assert not gc.isenabled(), "a caller's choice to turn it off is kept"
+    finally:
+        gc.enable()
+
+
+# --- the fast builders against pydantic, line by line -----------------------------------------
+
+
+def sample_lines() -> list[dict[str, Any]]:
+    """One valid line of every type, in the shapes the writers produce."""
+    lines = [message(kind, f"a {kind}") for kind in MESSAGE_KINDS]
+    lines.append(
+        message(
+            "intelligence-signal",
+            "every optional field",
+            unit="u1",
+            expiresAt="2099-01-01T00:00:00.000Z",
+            claim="c",
+            confidence="low",
+            observedAt="2026-12-01T10:00:00.000Z",
+            affectedUnits=["u1"],
+        )
+    )
+    obligation = {
+        "id": "ob-1",
+        "subject": "s",
+        "unit": "u1",
+        "concern": "interaction",
+        "sources": ["ask:1"],
+        "severity": "blocking",
+        "consumer": "human",
+        "blocks": True,
+        "question": "q?",
+        "openedAt": "2026-12-01T10:00:00.000Z",
+        "openedBy": "S1",
+    }
+    base = {"id": "e-1", "at": "2026-12-01T10:00:00.000Z", "by": "S3"}
+    lines += [
+        {"type": "obligation-opened", **base, "obligation": obligation},
+        {"type": "obligation-acknowledged", **base, "obligationId": "ob-1", "note": "n"},
+        {
+            "type": "obligation-resolved",
+            **base,
+            "obligationId": "ob-1",
+            "disposition": "fixed",
+            "rationale": "r",
+        },
+        {
+            "type": "obligation-escalated",
+            **base,
+            "obligationId": "ob-1",
+            "successor": "ob-2",
+            "rationale": "r",
+        },
+        {
+            "type": "obligation-superseded",
+            **base,
+            "obligationId": "ob-1",
+            "successor": "ob-2",
+            "rationale": "r",
+        },
+        {"type": "message-noted", **base, "message": "m-1", "reason": "below the line"},
+        {
+            "type": "obligation-delivered",
+            **base,
+            "obligationId": "ob-1",
+            "channel": "outbox",
+            "reminder": False,
+            "target": "alice",
+        },
+        {
+            "type": "interaction-requested",
+            **base,
+            "request": {
+                "id": "rq-1",
+                "kind": "choice",
+                "subject": "s",
+                "question": "q?",
+                "options": ["a", "b"],
+                "severity": "blocking",
+                "unit": "u1",
+                "attempt": 1,
+                "obligationId": "ob-1",
+                "evidence": [{"class": "file", "ref": "f", "observation": "o"}],
+                "raisedBy": "S1",
+                "raisedAt": "2026-12-01T10:00:00.000Z",
+                "timeoutMs": 0,
+                "channel": "tui",
+            },
+        },
+        {
+            "type": "interaction-answered",
+            **base,
+            "requestId": "rq-1",
+            "outcome": "answered",
+            "answer": "a",
+            "channel": "cli",
+        },
+    ]
+    return lines
+
+
+SAMPLES = sample_lines()
+CODECS = codecs_for(ENTRY_MODELS)
+ODD_VALUES: list[Any] = [
+    None,
+    True,
+    False,
+    0,
+    1,
+    -1,
+    1.5,
+    "",
+    "x",
+    "S3",
+    "fixed",
+    "obligation-delivered",
+    [],
+    ["x"],
+    [""],
+    {},
+    {"class": "file", "ref": "f"},
+]
+
+
+def tag_of(data: dict[str, Any]) -> str:
+    return str(data["kind"] if "kind" in data else data["type"])
+
+
+def paths(value: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield (*prefix, key)
+            yield from paths(inner, (*prefix, key))
+    elif isinstance(value, list):
+        for index, inner in enumerate(value):
+            yield (*prefix, index)
+            yield from paths(inner, (*prefix, index))
+
+
+def mutate(data: Any, path: tuple[Any, ...], how: str, value: Any) -> Any:
+    """A deep copy of ``data`` with the node at ``path`` replaced, removed, or given a sibling."""
+    copy = orjson.loads(orjson.dumps(data))
+    parent = copy
+    for step in path[:-1]:
+        parent = parent[step]
+    last = path[-1]
+    if how == "set":
+        parent[last] = value
+    elif how == "drop":
+        del parent[last]
+    elif how == "rename" and isinstance(parent, dict):
+        parent[f"{last}_x" if last.islower() else last.lower()] = parent.pop(last)
+    elif how == "snake" and isinstance(parent, dict):
+        # The field's Python name: pydantic takes it too (``populate_by_name``).
+        parent[re.sub(r"(?<!^)([A-Z])", r"_\1", last).lower()] = parent.pop(last)
+    elif how == "sibling" and isinstance(parent, dict):
+        parent["unexpected"] = value
+    return copy
+
+
+def pydantic_says(data: Any) -> Any:
+    try:
+        return validate_entry(data)
+    except ValueError:
+        return None
+
+
+def fast_says(data: Any) -> Any:
+    # The dispatch ``RegulatoryLog`` makes: ``kind`` if present, else ``type``.
+    tag = (data["kind"] if "kind" in data else data.get("type")) if isinstance(data, dict) else None
+    codec = CODECS.get(tag) if isinstance(tag, str) else None
+    if codec is None:
+        return None
+    try:
+        return codec.build(data)
+    except (KeyError, TypeError):
+        return None
+
+
+ORIGINAL_SHAPES = {**MESSAGES, **EVENTS, **INTERACTIONS}
+
+
+@pytest.mark.parametrize("original", ORIGINAL_SHAPES.values(), ids=ORIGINAL_SHAPES.keys())
+def test_each_of_the_originals_line_shapes_is_built_as_pydantic_builds_it(
+    original: dict[str, Any],
+) -> None:
+    data = orjson.loads(orjson.dumps(original))
+    slow = validate_entry(data)
+    codec = CODECS[tag_of(data)]
+    assert record_state(codec.build(data)) == record_state(slow)
+    row = orjson.loads(orjson.dumps(codec.to_row(slow)))
+    assert record_state(codec.from_row(row)) == record_state(slow)
+
+
+def test_a_log_of_the_originals_line_shapes_folds_as_the_pydantic_fold_does(
+    layout: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every shape in log order, twice (the second time: a second opening, answers placed on
+    # the question asked first), then the same log through a snapshot.
+    for _ in range(2):
+        raw(layout, *(orjson.dumps(shape) for shape in ORIGINAL_SHAPES.values()))
+    fast, entries = read_fast(layout)
+    reference, reference_entries = read_reference(layout)
+    assert_same_fold(fast, reference)
+    assert_same_entries(entries, reference_entries)
+    snapshot_after_every_cold_start(monkeypatch)
+    read_fast(layout)
+    outcomes = restored(monkeypatch)
+    again, again_entries = read_fast(layout)
+    assert outcomes == [True]
+    assert_same_fold(again, reference)
+    assert_same_entries(again_entries, reference_entries)
+
+
+def test_each_sample_is_taken_by_the_fast_builder_as_pydantic_takes_it() -> None:
+    for data in SAMPLES:
+        slow = validate_entry(data)
+        fast = CODECS[tag_of(data)].build(data)
+        assert fast is not None, tag_of(data)
+        assert record_state(fast) == record_state(slow)
+        row = orjson.loads(orjson.dumps(CODECS[tag_of(data)].to_row(slow)))
+        assert record_state(CODECS[tag_of(data)].from_row(row)) == record_state(slow)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    sample=st.sampled_from(SAMPLES),
+    pick=st.integers(min_value=0),
+    how=st.sampled_from(["set", "set", "set", "drop", "rename", "snake", "sibling"]),
+    value=st.sampled_from(ODD_VALUES),
+)
+def test_a_damaged_line_is_refused_by_the_fast_builder_or_built_exactly_as_pydantic_builds_it(
+    sample: dict[str, Any], pick: int, how: str, value: Any
+) -> None:
+    where = list(paths(sample))
+    path = where[pick % len(where)]
+    data = mutate(sample, path, how, value)
+    fast = fast_says(data)
+    if fast is None:
+        return  # left to pydantic: whatever it says is what the log reports
+    slow = pydantic_says(data)
+    assert slow is not None, f"the fast path took a line pydantic refuses: {data}"
+    assert record_state(fast) == record_state(slow)
+
+
+# --- the snapshot -----------------------------------------------------------------------------
+
+
+def restored(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Record, for each cold start from now on, whether it came from a snapshot."""
+    outcomes: list[bool] = []
+    original = RegulatoryLog._restore
+
+    def spy(self: RegulatoryLog) -> list[Any] | None:
+        result = original(self)
+        outcomes.append(result is not None)
+        return result
+
+    monkeypatch.setattr(RegulatoryLog, "_restore", spy)
+    return outcomes
+
+
+def test_a_cold_start_from_a_snapshot_folds_what_a_full_read_folds(
+    layout: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_busy_log(layout)
+    snapshot_after_every_cold_start(monkeypatch)
+    outcomes = restored(monkeypatch)
+    read_fast(layout)  # reads it all, writes the snapshot
+    assert fold_cache.snapshot_path(layout).exists()
+    again, entries = read_fast(layout)
+    assert outcomes == [False, True]
+    reference, reference_entries = read_reference(layout)
+    assert_same_fold(again, reference)
+    assert_same_entries(entries, reference_entries)
+
+
+def test_lines_appended_after_the_snapshot_are_folded_on_top_of_it(
+    layout: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_busy_log(layout, rounds=2)
+    snapshot_after_every_cold_start(monkeypatch)
+    read_fast(layout)
+    monkeypatch.setattr(rl, "SNAPSHOT_AFTER_LINES", 10**9)  # keep that snapshot
+    write_busy_log(layout, rounds=1)
+    outcomes = restored(monkeypatch)
+    again, entries = read_fast(layout)
+    assert outcomes == [True]
+    reference, reference_entries = read_reference(layout)
+    assert_same_fold(again, reference)
+    assert_same_entries(entries, reference_entries)
+    # And it keeps following the log from there.
+    write_busy_log(layout, rounds=1)
+    more = again.refresh()
+    reference_more = reference.refresh()
+    assert_same_fold(again, reference)
+    assert_same_entries(more, reference_more)
+
+
+def test_a_snapshot_is_written_only_after_reading_many_lines(
+    layout: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_busy_log(layout, rounds=1)
+    read_fast(layout)
+    assert not fold_cache.snapshot_path(layout).exists()
+    lines = len(layout.signals.read_bytes().splitlines())
+    monkeypatch.setattr(rl, "SNAPSHOT_AFTER_LINES", lines)
+    log, _ = read_fast(layout)
+    assert fold_cache.snapshot_path(layout).exists()
+    # A follower's small refreshes never write one.
+    before = fold_cache.snapshot_path(layout).stat().st_mtime_ns
+    write_busy_log(layout, rounds=1)
+    log.refresh()
+    assert fold_cache.snapshot_path(layout).stat().st_mtime_ns == before
+
+
+def test_a_log_read_from_another_path_has_no_snapshot(
+    layout: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_busy_log(layout, rounds=1)
+    snapshot_after_every_cold_start(monkeypatch)
+    elsewhere = layout.state / "copy.ndjson"
+    elsewhere.write_bytes(layout.signals.read_bytes())
+    RegulatoryLog(layout, path=elsewhere).refresh()
+    assert not fold_cache.snapshot_path(layout).exists()
+
+
+def stale_or_tampered(layout: Layout, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The next cold start must not use the snapshot, and must fold the log as it is."""
+    monkeypatch.setattr(rl, "SNAPSHOT_AFTER_LINES", 10**9)
+    outcomes = restored(monkeypatch)
+    again, entries = read_fast(layout)
+    assert outcomes == [False]
+    reference, reference_entries = read_reference(layout)
+    assert_same_fold(again, reference)
+    assert_same_entries(entries, reference_entries)
+
+
+@pytest.fixture
+def snapshotted(layout: Layout, monkeypatch: pytest.MonkeyPatch) -> Layout:
+    write_busy_log(layout, rounds=2)
+    snapshot_after_every_cold_start(monkeypatch)
+    read_fast(layout)
+    assert fold_cache.snapshot_path(layout).exists()
+    # From here on only the test changes the snapshot (a writer's own cold start would not).
+    monkeypatch.setattr(rl, "SNAPSHOT_AFTER_LINES", 10**9)
+    return layout
+
+
+def test_a_snapshot_of_a_log_rewritten_in_place_is_ignored(
+    snapshotted: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Same inode, same length, one obligation's "fixed" now "rework": only the CRC can tell.
+    data = snapshotted.signals.read_bytes()
+    assert b'"disposition":"fixed"' in data
+    with snapshotted.signals.open("r+b") as f:
+        f.write(data.replace(b'"disposition":"fixed"', b'"disposition":"rwork"', 1))
+    stale_or_tampered(snapshotted, monkeypatch)
+
+
+def test_a_snapshot_of_a_log_truncated_and_grown_again_is_ignored(
+    snapshotted: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = snapshotted.signals.read_bytes()
+    keep = data[: data.index(b"\n", len(data) // 3) + 1]
+    with snapshotted.signals.open("r+b") as f:
+        f.truncate(len(keep))
+    write_busy_log(snapshotted, rounds=2)
+    assert snapshotted.signals.stat().st_size >= len(data)
+    stale_or_tampered(snapshotted, monkeypatch)
+
+
+def test_a_snapshot_of_a_replaced_log_is_ignored(
+    snapshotted: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    copy = snapshotted.state / "new.ndjson"
+    copy.write_bytes(snapshotted.signals.read_bytes())
+    copy.replace(snapshotted.signals)  # same bytes, another file
+    stale_or_tampered(snapshotted, monkeypatch)
+
+
+def test_a_snapshot_of_a_shorter_log_is_ignored(
+    snapshotted: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = snapshotted.signals.read_bytes()
+    with snapshotted.signals.open("r+b") as f:
+        f.truncate(data.rindex(b"\n", 0, len(data) - 1) + 1)
+    stale_or_tampered(snapshotted, monkeypatch)
+
+
+def edit_snapshot(layout: Layout, change: Any) -> None:
+    path = fold_cache.snapshot_path(layout)
+    path.write_bytes(change(path.read_bytes()))
+
+
+def recompute_trailer(data: bytes) -> bytes:
+    lines = data.split(b"\n")[:-2]  # drop the trailer and the empty last piece
+    body = b"".join(line + b"\n" for line in lines)
+    trailer = {"end": fold_cache.FORMAT, "blocks": len(lines) - 1, "crc": zlib.crc32(body)}
+    return body + orjson.dumps(trailer) + b"\n"
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(lambda d: d.replace(b'"fixed"', b'"fixxd"', 1), id="a byte changed"),
+        pytest.param(lambda d: d[: len(d) // 2], id="cut in half"),
+        pytest.param(lambda d: d[: d.rindex(b"\n", 0, len(d) - 1) + 1], id="trailer gone"),
+        pytest.param(lambda d: d + b'["o",[]]\n', id="a block after the trailer"),
+        pytest.param(lambda d: b"", id="empty"),
+        pytest.param(lambda d: b"\x80\x81 not json\n", id="garbage"),
+        pytest.param(
+            lambda d: recompute_trailer(d.replace(b'"fingerprint":"', b'"fingerprint":"0', 1)),
+            id="another version's snapshot",
+        ),
+        pytest.param(
+            lambda d: recompute_trailer(d.replace(b",false]", b',"no"]', 1)),
+            id="a forged row, trailer recomputed",
+        ),
+        pytest.param(
+            lambda d: recompute_trailer(d.replace(b'"entries":', b'"entries":1', 1)),
+            id="a forged count, trailer recomputed",
+        ),
+    ],
+)
+def test_a_tampered_snapshot_is_ignored(
+    snapshotted: Layout, monkeypatch: pytest.MonkeyPatch, change: Any
+) -> None:
+    edit_snapshot(snapshotted, change)
+    stale_or_tampered(snapshotted, monkeypatch)
+
+
+def test_a_snapshot_others_could_have_written_is_ignored(
+    snapshotted: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = fold_cache.snapshot_path(snapshotted)
+    path.chmod(0o664)  # group-writable: someone else may have put it there
+    stale_or_tampered(snapshotted, monkeypatch)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file away needs root")
+def test_a_snapshot_owned_by_another_user_is_ignored(
+    snapshotted: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    os.chown(fold_cache.snapshot_path(snapshotted), 4242, -1)
+    stale_or_tampered(snapshotted, monkeypatch)
+
+
+def test_a_symlink_in_place_of_the_cache_is_neither_read_nor_written_through(
+    layout: Layout, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    write_busy_log(layout, rounds=1)
+    snapshot_after_every_cold_start(monkeypatch)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    (layout.state / "cache").mkdir()
+    fold_cache.cache_dir(layout).symlink_to(elsewhere)
+    log, entries = read_fast(layout)  # reads fine, writes nothing
+    assert list(elsewhere.iterdir()) == []
+    reference, reference_entries = read_reference(layout)
+    assert_same_fold(log, reference)
+    assert_same_entries(entries, reference_entries)
+
+
+def test_a_half_written_last_line_leaves_no_snapshot_until_it_is_whole(
+    layout: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_busy_log(layout, rounds=1)
+    snapshot_after_every_cold_start(monkeypatch)
+    with layout.signals.open("ab") as f:
+        f.write(b'{"type":"message-noted","id":"half')
+    read_fast(layout)
+    assert not fold_cache.snapshot_path(layout).exists()
+    with layout.signals.open("ab") as f:
+        f.write(b'","at":"t","by":"S3","message":"m","reason":"r"}\n')
+    read_fast(layout)
+    outcomes = restored(monkeypatch)
+    again, entries = read_fast(layout)
+    assert outcomes == [True]
+    reference, reference_entries = read_reference(layout)
+    assert_same_fold(again, reference)
+    assert_same_entries(entries, reference_entries)
