@@ -89,18 +89,27 @@ async def b5(root: Path, presses: int) -> dict[str, float]:
         table = app.screen.query_one("#inbox-table", RowTable)
         rows = len(table.keys)
         durations = []
+        work = []
         for n in range(presses):
             key = "pagedown" if n % 10 == 9 else "j"
-            t0 = time.monotonic()
+            before = table.cursor
+            t0, c0 = time.monotonic(), time.process_time()
             await pilot.press(key)
-            await pilot.pause()
+            # Until the cursor has moved and the screen has been painted with it.
+            while table.cursor == before and time.monotonic() - t0 < 5:
+                await asyncio.sleep(0.001)
+            await pilot.wait_for_scheduled_animations()
             durations.append((time.monotonic() - t0) * 1000)
+            work.append((time.process_time() - c0) * 1000)
     return {
         "first_screen_s": first,
         "inbox_rows": rows,
         "presses": presses,
         "press_median_ms": statistics.median(durations),
         "press_max_ms": max(durations),
+        # CPU time the app spent per press: the work a key costs, without the harness's waits.
+        "work_median_ms": statistics.median(work),
+        "work_max_ms": max(work),
     }
 
 
@@ -128,8 +137,9 @@ def main() -> int:
         print(
             f"B5  first screen {r['first_screen_s']:.2f} s · {r['inbox_rows']:,} rows · "
             f"{r['presses']} presses: median {r['press_median_ms']:.1f} ms, "
-            f"max {r['press_max_ms']:.1f} ms · targets ≤ 3 s, ≤ 100 ms · "
-            + ("PASS" if ok else "FAIL")
+            f"max {r['press_max_ms']:.1f} ms (CPU per press: median "
+            f"{r['work_median_ms']:.1f} ms, max {r['work_max_ms']:.1f} ms) · "
+            "targets ≤ 3 s, ≤ 100 ms · " + ("PASS" if ok else "FAIL")
         )
     return 0 if ok else 1
 

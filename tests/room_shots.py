@@ -52,7 +52,7 @@ async def _select(pilot: Any, predicate: Callable[[Any], bool]) -> None:
         if predicate(app._lookup(key)[1]):
             table.move_to(key)
             break
-    await pilot.pause()
+    await pilot.pause(0.2)  # the detail pane follows once the cursor rests
 
 
 def _question(kind: str) -> Callable[[Any], bool]:

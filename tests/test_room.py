@@ -63,7 +63,7 @@ async def select(app: RoomApp, pilot: Any, predicate: Callable[[Any], bool]) -> 
         _, o = app._lookup(key)
         if predicate(o):
             table.move_to(key)
-            await pilot.pause()
+            await pilot.pause(0.2)  # the detail pane follows once the cursor rests
             return o
     raise AssertionError("no such obligation in the inbox")
 

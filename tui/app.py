@@ -25,6 +25,7 @@ from textual.command import Hit, Hits, Provider
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, TabPane
 
 from regulator.attention import attention_report, render_attention
@@ -142,6 +143,9 @@ class MainScreen(Screen[None]):
         assert isinstance(app, RoomApp)
         return app
 
+    _detail_timer: Timer | None = None
+    _bindings_state: tuple[bool | None, ...] = ()
+
     def on_mount(self) -> None:
         self.call_after_refresh(self.app_.refresh_all)
         self.query_one("#units", DataTable).add_columns(
@@ -221,8 +225,20 @@ class MainScreen(Screen[None]):
 
     @on(RowTable.Highlighted, "#inbox-table")
     def _highlight(self, event: RowTable.Highlighted) -> None:
-        self.app_.show_detail(event.key)
-        self.refresh_bindings()
+        # Moving fast through a long inbox re-renders only the cursor; the detail pane and the
+        # footer follow once the cursor rests (a re-layout per key press is what costs).
+        if self._detail_timer is not None:
+            self._detail_timer.stop()
+        key = event.key
+        self._detail_timer = self.set_timer(0.08, lambda: self._rest(key))
+
+    def _rest(self, key: str | None) -> None:
+        self._detail_timer = None
+        self.app_.show_detail(key)
+        state = self.app_.binding_state()
+        if state != self._bindings_state:
+            self._bindings_state = state
+            self.refresh_bindings()
 
     @on(RowTable.Selected, "#inbox-table")
     def _open(self, event: RowTable.Selected) -> None:
@@ -433,6 +449,9 @@ class RoomApp(App[None]):
     @property
     def actor(self) -> Actor:
         return Actor(via="room", os_user=self.os_user)
+
+    def binding_state(self) -> tuple[bool | None, ...]:
+        return tuple(self.may(a) for a in ("answer", "resolve", "acknowledge", "escalate"))
 
     def may(self, action: str) -> bool | None:
         """Footer state for an action on the selected obligation: True, None (greyed) or False."""

@@ -72,6 +72,8 @@ class InstanceModel:
         self.last_change: datetime | None = None
         self.loaded = False
         self.redactor = Redactor(read_canaries(self.layout))
+        self._candidates: list[tuple[ObligationState, InteractionState, datetime]] = []
+        self._candidates_at = -1
 
     @property
     def name(self) -> str:
@@ -148,21 +150,32 @@ class InstanceModel:
     def interaction(self, obligation_id: str) -> InteractionState | None:
         return self.log.interaction_for(obligation_id)
 
+    def _waiting_candidates(self) -> list[tuple[ObligationState, InteractionState, datetime]]:
+        """Open questions asked through the room, with their deadlines; recomputed per change."""
+        if self._candidates_at == self.log.lines:
+            return self._candidates
+        out = []
+        for i in self.log.interactions.values():
+            request = i.request
+            if request.channel != "tui":
+                continue
+            o = self.log.obligations.get(request.obligation_id)
+            if o is None or o.status in TERMINAL_STATUSES:
+                continue
+            try:
+                deadline = parse_iso(request.raised_at) + timedelta(milliseconds=request.timeout_ms)
+            except ValueError:
+                continue
+            out.append((o, i, deadline))
+        self._candidates, self._candidates_at = out, self.log.lines
+        return out
+
     def waiting_sessions(self) -> list[tuple[ObligationState, InteractionState, float]]:
         "Questions whose session is still waiting in ``ask_human``: (obligation, request, s left)."
         now = self.clock()
         out = []
-        for o in self.log.open_obligations():
-            if o.concern != "interaction":
-                continue
-            i = self.log.interaction_for(o.id)
-            if i is None or i.request.channel != "tui" or i.answers:
-                continue
-            try:
-                deadline = parse_iso(i.request.raised_at) + timedelta(
-                    milliseconds=i.request.timeout_ms
-                )
-            except ValueError:
+        for o, i, deadline in self._waiting_candidates():
+            if i.answers or o.status in TERMINAL_STATUSES:
                 continue
             left = (deadline - now).total_seconds()
             if left > 0:
