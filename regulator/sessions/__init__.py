@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from regulator.budget import BudgetGuard
 from regulator.clock import Clock
@@ -44,8 +45,9 @@ class SessionResult:
     provider_error: str | None = None
 
 
-class SessionAdapter:
-    name = "adapter"
+class SessionAdapter(Protocol):
+    """What starts a session: ``run`` returns when the session has ended."""
 
-    def run(self, run: SessionRun) -> SessionResult:  # pragma: no cover - an interface
-        raise NotImplementedError
+    name: str
+
+    def run(self, run: SessionRun) -> SessionResult: ...
