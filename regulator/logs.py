@@ -36,7 +36,7 @@ class LogSpec:
     parse: Callable[[bytes], Any]
 
 
-def _model_parser(model: type[Any]) -> Callable[[bytes], Any]:
+def model_parser(model: type[Any]) -> Callable[[bytes], Any]:
     def parse(raw: bytes) -> Any:
         return load_record(model, raw)
 
@@ -49,14 +49,14 @@ def instance_logs(layout: Layout) -> list[LogSpec]:
         LogSpec(layout.audit, parse_audit_line),
         LogSpec(layout.effects, parse_effect_line),
         LogSpec(layout.memory, parse_memory_line),
-        LogSpec(layout.provenance, _model_parser(Provenance)),
-        LogSpec(layout.receipts, _model_parser(Receipt)),
+        LogSpec(layout.provenance, model_parser(Provenance)),
+        LogSpec(layout.receipts, model_parser(Receipt)),
     ]
     for unit_id in layout.list_units():
         logs += [
-            LogSpec(layout.attempts(unit_id), _model_parser(AttemptRecord)),
-            LogSpec(layout.decisions(unit_id), _model_parser(RecoveryDecision)),
-            LogSpec(layout.observations(unit_id), _model_parser(FailureObservation)),
+            LogSpec(layout.attempts(unit_id), model_parser(AttemptRecord)),
+            LogSpec(layout.decisions(unit_id), model_parser(RecoveryDecision)),
+            LogSpec(layout.observations(unit_id), model_parser(FailureObservation)),
         ]
     return logs
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from regulator.clock import now_iso
 from regulator.describe import describe_obligation
-from regulator.logs import LogSpec, _model_parser, read_log, read_record
+from regulator.logs import LogSpec, model_parser, read_log, read_record
 from regulator.policy import POLICY_KINDS, Definition, PolicyError
 from regulator.protocol.execution import (
     AttemptRecord,
@@ -46,7 +46,7 @@ def _unit_view(
         ("attemptRecords", layout.attempts(unit_id), AttemptRecord),
         ("decisions", layout.decisions(unit_id), RecoveryDecision),
     ):
-        items, found = read_log(layout, LogSpec(path, _model_parser(model)))
+        items, found = read_log(layout, LogSpec(path, model_parser(model)))
         view[key] = [item.to_json_dict() for item in items]
         problems += [str(p) for p in found]
     budgets = layout.list_budgets(unit_id)
