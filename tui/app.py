@@ -611,16 +611,7 @@ class RoomApp(App[None]):
                 owed.setdefault(o.unit, []).append(o)
         wanted = []
         for unit in sorted(model.units.values(), key=lambda u: (u.status != "blocked", u.unit_id)):
-            attempts = model.store.attempts(unit.unit_id)
-            last = attempts[-1].outcome if attempts else "—"
-            decisions = model.store.decisions(unit.unit_id)
-            decision = f"{decisions[-1].cause} → {decisions[-1].action}" if decisions else "—"
-            ledger = model.store.budget(unit.unit_id, unit.attempts) if unit.attempts else None
-            budget = (
-                f"{ledger.consumed.tokens // 1000}k/{ledger.ceiling.tokens // 1000}k tok"
-                if ledger
-                else "—"
-            )
+            last, decision, budget = model.unit_summary(unit)
             mine = owed.get(unit.unit_id, [])
             owed_text = (
                 ",".join(sorted({o.consumer + ("!" if o.blocks else "") for o in mine})) or "—"
@@ -667,9 +658,7 @@ class RoomApp(App[None]):
             )
             or "none"
         )
-        from regulator.memory_store import MemoryStore
-
-        current = MemoryStore(model.layout, self.clock).current()
+        current = model.memory.current()
         extra.append("\nmemory: ", style="bold")
         extra.append_text(
             plain(

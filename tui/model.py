@@ -19,6 +19,7 @@ from regulator.clock import Clock, parse_iso, system_clock
 from regulator.execution import ExecutionStore
 from regulator.instance import read_canaries
 from regulator.leases import LeaseStore
+from regulator.memory_store import MemoryStore
 from regulator.policy import Definition, PolicyError, load_definition
 from regulator.protocol.entry import load_record
 from regulator.protocol.execution import Lease, UnitRecord
@@ -62,6 +63,8 @@ class InstanceModel:
         self.definition: Definition = load_definition(self.root, definition)
         self.log = RegulatoryLog(self.layout)
         self.store = ExecutionStore(self.layout, clock)
+        # Kept, so each look at memory reads only what was appended since the last.
+        self.memory = MemoryStore(self.layout, clock)
         self._receipts: TailReader[Receipt] = TailReader(
             self.layout.receipts, _parse_receipt, label=self.layout.label(self.layout.receipts)
         )
@@ -74,6 +77,7 @@ class InstanceModel:
         self.redactor = Redactor(read_canaries(self.layout))
         self._candidates: list[tuple[ObligationState, InteractionState, datetime]] = []
         self._candidates_at = -1
+        self._summaries: dict[str, tuple[object, tuple[str, str, str]]] = {}
 
     @property
     def name(self) -> str:
@@ -147,6 +151,33 @@ class InstanceModel:
     def owed_to_person(self) -> list[ObligationState]:
         return [o for o in self.log.open_obligations() if o.consumer == "human"]
 
+    def unit_summary(self, unit: UnitRecord) -> tuple[str, str, str]:
+        """(last outcome, last decision, budget) for the units table, read once per change.
+
+        The Instances tab redraws on every change of the instance; re-reading each unit's
+        attempts, decisions and ledger each time is repeated I/O on a hot path. The key is what
+        changes when those files do: the unit record, and the size or time of the other two.
+        """
+        decisions_path = self.layout.decisions(unit.unit_id)
+        budget_path = self.layout.budget(unit.unit_id, unit.attempts) if unit.attempts else None
+        key = (unit.updated_at, unit.attempts, _stamp(decisions_path), _stamp(budget_path))
+        cached = self._summaries.get(unit.unit_id)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        attempts = self.store.attempts(unit.unit_id)
+        last = attempts[-1].outcome if attempts else "—"
+        decisions = self.store.decisions(unit.unit_id)
+        decision = f"{decisions[-1].cause} → {decisions[-1].action}" if decisions else "—"
+        ledger = self.store.budget(unit.unit_id, unit.attempts) if unit.attempts else None
+        budget = (
+            f"{ledger.consumed.tokens // 1000}k/{ledger.ceiling.tokens // 1000}k tok"
+            if ledger
+            else "—"
+        )
+        summary = (last, decision, budget)
+        self._summaries[unit.unit_id] = (key, summary)
+        return summary
+
     def interaction(self, obligation_id: str) -> InteractionState | None:
         return self.log.interaction_for(obligation_id)
 
@@ -181,6 +212,14 @@ class InstanceModel:
             if left > 0:
                 out.append((o, i, left))
         return out
+
+
+def _stamp(path: Path | None) -> tuple[int, int] | None:
+    try:
+        st = path.stat() if path is not None else None
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns) if st is not None else None
 
 
 def sort_key(o: ObligationState) -> tuple[int, int, str]:
