@@ -7,6 +7,7 @@ or as text. It reads and never writes.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from regulator.protocol.execution import (
     WorkContract,
 )
 from regulator.protocol.manifest import InstanceManifest
+from regulator.protocol.obligations import ObligationState
 from regulator.regulatory_log import RegulatoryLog
 from regulator.store import Layout
 
@@ -60,7 +62,16 @@ def _unit_view(
     return view
 
 
-def build_status(root: Path, definition: Definition) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Status:
+    """The read model: ``view`` in the on-disk camelCase shapes, and the folded obligations
+    it was built from, so the text view need not parse the JSON view back."""
+
+    view: dict[str, Any]
+    obligations: list[ObligationState]
+
+
+def build_status(root: Path, definition: Definition) -> Status:
     layout = Layout(root)
     problems: list[str] = []
     policy_problems: list[str] = []
@@ -97,7 +108,7 @@ def build_status(root: Path, definition: Definition) -> dict[str, Any]:
     instance["obligations"] = [o.to_json_dict() for o in log.obligations.values()]
     instance["interactions"] = [i.to_json() for i in log.interactions.values()]
     instance["problems"] = policy_problems + [str(p) for p in log.problems] + problems
-    return {
+    view = {
         "generatedAt": now_iso(),
         "definition": {
             "dir": str(definition.policies_dir.parent),
@@ -106,11 +117,11 @@ def build_status(root: Path, definition: Definition) -> dict[str, Any]:
         },
         "instance": instance,
     }
+    return Status(view, list(log.obligations.values()))
 
 
-def render_status_text(view: dict[str, Any]) -> str:
-    from regulator.protocol.obligations import ObligationState
-
+def render_status_text(status: Status) -> str:
+    view = status.view
     inst = view["instance"]
     out: list[str] = []
     manifest = inst.get("manifest")
@@ -125,7 +136,7 @@ def render_status_text(view: dict[str, Any]) -> str:
     out.append(
         "policies: " + ", ".join(f"{k} {p['name']} v{p['version']}" for k, p in policies.items())
     )
-    states = [ObligationState.model_validate(o) for o in inst["obligations"]]
+    states = status.obligations
     open_ = [o for o in states if o.status in ("open", "acknowledged")]
     out.append(f"units: {len(inst['units'])}")
     for unit_view in inst["units"]:

@@ -58,13 +58,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     root = instance_root(args)
     defn = definition(args, root)
     with refusals():
-        view = build_status(root, defn)
+        status = build_status(root, defn)
     if args.json:
-        print_json(view)
+        print_json(status.view)
     else:
-        print(render_status_text(view), end="")
+        print(render_status_text(status), end="")
     # The view is still shown, but a refused policy is a refusal: say so and exit 1.
-    refused = view["definition"]["problems"]
+    refused = status.view["definition"]["problems"]
     if refused:
         raise CliError("\n".join(refused))
     return 0
