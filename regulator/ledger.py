@@ -240,34 +240,33 @@ class Transaction:
             raise LedgerError(
                 "an escalation needs a successor: --to a consumer or an open obligation"
             )
-        self._add(
-            ObligationEscalated(
-                id=new_id(),
-                at=self.now,
-                by=by,
-                obligation_id=state.id,
-                successor=succ.id,
-                rationale=rationale,
-            )
-        )
-        self.closed.add(state.id)
-        return succ
+        return self._close_for(ObligationEscalated, state, succ, by, rationale)
 
     def supersede(self, ref: str, by: str, successor: str, rationale: str) -> ObligationState:
         state = self.get_open(ref)
-        succ = self.get_open(successor)
+        return self._close_for(ObligationSuperseded, state, self.get_open(successor), by, rationale)
+
+    def _close_for(
+        self,
+        event: type[ObligationEscalated] | type[ObligationSuperseded],
+        state: ObligationState,
+        successor: ObligationState,
+        by: str,
+        rationale: str,
+    ) -> ObligationState:
+        """Close ``state`` in favour of ``successor``: the veto moves with it."""
         self._add(
-            ObligationSuperseded(
+            event(
                 id=new_id(),
                 at=self.now,
                 by=by,
                 obligation_id=state.id,
-                successor=succ.id,
+                successor=successor.id,
                 rationale=rationale,
             )
         )
         self.closed.add(state.id)
-        return succ
+        return successor
 
     def note(self, message_id: str, by: str, reason: str) -> None:
         self._add(MessageNoted(id=new_id(), at=self.now, by=by, message=message_id, reason=reason))
