@@ -10,15 +10,19 @@ recovery router can route the attempt by what went wrong even if the session the
 
 from __future__ import annotations
 
+import os
 import subprocess
+import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
+import orjson
+
 from regulator.asking import AskRefused, ask_in
-from regulator.budget import BudgetGuard
+from regulator.budget import BudgetGuard, read_ledger
 from regulator.clock import Clock, now_iso, system_clock
 from regulator.conventions import discover
 from regulator.effect_journal import EffectJournal, effect_key
@@ -35,11 +39,11 @@ from regulator.protocol.execution import (
     ResultReportInput,
     WorkContract,
 )
-from regulator.protocol.interaction import CONTINUES_WITHOUT_ANSWER
+from regulator.protocol.interaction import CONTINUES_WITHOUT_ANSWER, InteractionRequest
 from regulator.protocol.messages import IntelligenceSignal, PolicyProposal
 from regulator.protocol.policies import InteractionPolicy
 from regulator.recovery import cause_from_error
-from regulator.regulatory_log import RegulatoryLog
+from regulator.session_journal import Run, SessionJournal, SessionState
 from regulator.store import Layout, locked_log
 from regulator.text import visible
 from regulator.worktree import head_of, is_dirty
@@ -65,26 +69,60 @@ class ToolRefused(Exception):
     """What the tool tells the agent instead of doing it."""
 
 
-@dataclass
-class Run:
-    tool: str
-    command: list[str]
-    passed: bool
-    revision: str
-    dirty: bool
-    summary: str
-    at: str
+def _size(path: Path) -> int:
+    try:
+        return path.lstat().st_size
+    except FileNotFoundError:
+        return 0
 
 
-@dataclass
-class SessionState:
-    """What the gates know about this attempt."""
+def _read_from(path: Path, offset: int) -> bytes:
+    """The bytes of ``path`` from ``offset`` on (a symlink is never followed)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return b""
+    try:
+        chunks = []
+        while chunk := os.pread(fd, 1 << 20, offset):
+            chunks.append(chunk)
+            offset += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
-    paused: str | None = None
-    blocking_asked: int = 0
-    reported: bool = False
-    runs: list[Run] = field(default_factory=list)
-    asked: list[str] = field(default_factory=list)  # obligation ids this attempt opened
+
+def answer_result(
+    request: InteractionRequest, answered: dict[str, Any], resolved: dict[str, Any] | None
+) -> dict[str, Any]:
+    """What the agent is told of a person's answer: the decision, and every word they added."""
+    by = str(answered.get("by", "?"))
+    text = str(answered.get("answer") or "")
+    disposition = resolved.get("disposition") if resolved is not None else None
+    rationale = str(resolved.get("rationale") or "") if resolved is not None else ""
+    # The rationale holds the answer and any note typed beside it; say the note only once.
+    note = rationale if rationale and rationale != text else ""
+    result: dict[str, Any] = {
+        "answered": True,
+        "by": by,
+        "answer": text,
+        "disposition": disposition,
+    }
+    if note:
+        result["note"] = note
+    said = f" They said: {note}" if note else ""
+    if request.kind == "consent":
+        if disposition == "accepted":
+            message = f"Consent given by {by}: you may perform the action as asked.{said}"
+        else:
+            message = f"Consent refused by {by}: do NOT perform the action.{said}"
+    elif request.kind == "uat":
+        verdict = "verified" if disposition == "verified" else "rejected"
+        message = f"{by} {verdict} it.{said}"
+    else:
+        message = f"{by} answered: {text}{said}"
+    result["message"] = message
+    return result
 
 
 class SessionTools:
@@ -113,14 +151,39 @@ class SessionTools:
         self.clock = clock
         self.sleep = sleep
         self.wait_for_person = wait_for_person
-        self.state = SessionState()
+        # Per call: set by a caller that gives up waiting (an MCP client cancelled the call).
+        self._local = threading.local()
+        self.journal = SessionJournal(layout, self.unit_id, attempt)
         self.ledger = Ledger(layout, clock=clock)
         self.store = ExecutionStore(layout, clock)
 
+    def _cancelled(self) -> bool:
+        cancel: threading.Event | None = getattr(self._local, "cancel", None)
+        return cancel is not None and cancel.is_set()
+
+    @property
+    def state(self) -> SessionState:
+        """What the gates know, read afresh: another process of this attempt may have asked."""
+        return self.journal.read()
+
+    def _budget_halted(self) -> str | None:
+        if self.guard is not None:
+            exhausted = self.guard.exhausted
+        else:  # another process meters this attempt: its ledger on disk says
+            ledger = read_ledger(self.layout, self.unit_id, self.attempt)
+            exhausted = ledger.exhausted if ledger is not None else None
+        return None if exhausted is None else str(exhausted.dimension)
+
     # -- the gate ---------------------------------------------------------------------------
 
-    def call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
-        """Run one tool, or refuse it; a refusal or error is also a failure observation."""
+    def call(
+        self, name: str, args: dict[str, Any], *, cancel: threading.Event | None = None
+    ) -> dict[str, Any]:
+        """Run one tool, or refuse it; a refusal or error is also a failure observation.
+
+        ``cancel``, when set by another thread, ends a wait for a person as ``cancelled``.
+        """
+        self._local.cancel = cancel if cancel is not None else threading.Event()
         try:
             self._gate(name)
             handler = getattr(self, f"_tool_{name}")
@@ -146,9 +209,10 @@ class SessionTools:
                 f"paused: {self.state.paused}. Only pure reads remain in this attempt; "
                 "a person will answer with `regulator answer`. Stop here."
             )
-        if self.guard is not None and self.guard.exhausted is not None:
+        halted = self._budget_halted()
+        if halted is not None:
             raise ToolRefused(
-                f"the budget guard halted this attempt ({self.guard.exhausted.dimension}); "
+                f"the budget guard halted this attempt ({halted}); "
                 "no tool with an effect runs any more"
             )
 
@@ -198,7 +262,7 @@ class SessionTools:
             summary=output.splitlines()[-1] if output else f"exit {done.returncode}",
             at=now_iso(self.clock),
         )
-        self.state.runs.append(run)
+        self.journal.append({"event": "run", **run.__dict__})
         result: dict[str, Any] = {
             "passed": run.passed,
             "exitCode": done.returncode,
@@ -228,7 +292,9 @@ class SessionTools:
     # -- the report -------------------------------------------------------------------------
 
     def _tool_report_result(self, args: dict[str, Any]) -> dict[str, Any]:
-        if self.state.reported:
+        if self.state.reported or self.store.report(
+            self.unit_id, self.contract.version, self.attempt
+        ):
             raise ToolRefused(
                 "report_result was already called in this session; a report is never revised"
             )
@@ -251,7 +317,7 @@ class SessionTools:
                 "the report does not honour the contract: " + "; ".join(str(p) for p in problems)
             )
         self.store.write_report(report)
-        self.state.reported = True
+        self.journal.append({"event": "reported", "at": report.reported_at})
         return {"recorded": f"report.v{report.contract_version}.a{report.attempt}.json"}
 
     def _preflight(self, report: ResultReportInput) -> None:
@@ -283,55 +349,69 @@ class SessionTools:
         policy = self._interaction_policy()
         waits = not CONTINUES_WITHOUT_ANSWER[kind]  # type: ignore[index]
         cap = policy.attention.blocking_per_attempt if policy is not None else 0
-        # Without a valid policy nobody is asked and every question pauses (the original's rule).
-        if waits and policy is not None and self.state.blocking_asked >= cap:
-            raise ToolRefused(
-                f"the attention budget is spent: {cap} blocking question(s) per attempt. Record "
-                "the decision as residualUncertainty in your report, where the routing policy "
-                "decides what it costs, or offer it as a recap"
-            )
         someone = bool(present(self.layout, self.clock)) and policy is not None
-        with self.ledger.transaction() as txn:
-            asked = ask_in(
-                txn,
-                policy,
-                kind=kind,
-                subject=str(args.get("subject", "")),
-                question=str(args.get("question", "")),
-                options=args.get("options"),
-                action=args.get("action"),
-                evidence=[
-                    {**e, "sourceRevision": head_of(self.worktree)}
-                    for e in args.get("evidence", [])
-                ],
-                unit=self.unit_id,
-                attempt=self.attempt,
-                channel="tui" if someone and self.wait_for_person else "none",
-            )
-        if waits:
-            self.state.blocking_asked += 1
-        self.state.asked.append(asked.obligation.id)
+        asking_now = someone and self.wait_for_person
+        # Under the journal's lock: two processes of this attempt cannot both pass the cap.
+        with self.journal.locked() as (state, append):
+            # Without a valid policy nobody is asked and every question pauses (the original's
+            # rule), so the cap is not what refuses it.
+            if waits and policy is not None and state.blocking_asked >= cap:
+                raise ToolRefused(
+                    f"the attention budget is spent: {cap} blocking question(s) per attempt. "
+                    "Record the decision as residualUncertainty in your report, where the "
+                    "routing policy decides what it costs, or offer it as a recap"
+                )
+            with self.ledger.transaction() as txn:
+                asked = ask_in(
+                    txn,
+                    policy,
+                    kind=kind,
+                    subject=str(args.get("subject", "")),
+                    question=str(args.get("question", "")),
+                    options=args.get("options"),
+                    action=args.get("action"),
+                    evidence=[
+                        {**e, "sourceRevision": head_of(self.worktree)}
+                        for e in args.get("evidence", [])
+                    ],
+                    unit=self.unit_id,
+                    attempt=self.attempt,
+                    channel="tui" if asking_now else "none",
+                )
+                # The log's lock is held and our lines are not written yet: any answer lands
+                # after this offset, so the wait reads only what is appended from here.
+                since = _size(self.layout.signals)
+            append({"event": "asked", "obligation": asked.obligation.id, "blocking": waits})
         request = asked.request
         outcome = "unavailable"
-        if someone and self.wait_for_person and request.timeout_ms > 0:
-            answered = self._wait_for_answer(request.id, request.timeout_ms)
+        if asking_now and request.timeout_ms > 0:
+            answered = self._wait_for_answer(request, since)
             if answered is not None:
                 return answered
-            outcome = "timed-out"
+            outcome = "cancelled" if self._cancelled() else "timed-out"
         with self.ledger.transaction() as txn:
             txn.answer_interaction(request.id, outcome=outcome, by="S1", channel="none")
         short = asked.obligation.id[:8]
         if not waits:
             return {
                 "answered": False,
+                "outcome": outcome,
                 "recorded": short,
                 "continue": True,
                 "message": f"recap recorded for a person ({short}); continue with reversible work",
             }
-        self.state.paused = f"{kind} unanswered: {request.subject} (obligation {short})"
+        self.journal.append(
+            {
+                "event": "paused",
+                "at": now_iso(self.clock),
+                "obligation": asked.obligation.id,
+                "reason": f"{kind} unanswered: {visible(request.subject)} (obligation {short})",
+            }
+        )
         silence = " Silence is not consent: do NOT perform the action." if kind == "consent" else ""
         return {
             "answered": False,
+            "outcome": outcome,
             "paused": True,
             "obligation": short,
             "message": f"No answer ({outcome}).{silence} This attempt is paused: tools with an "
@@ -339,33 +419,47 @@ class SessionTools:
             "with `regulator answer`. Stop here.",
         }
 
-    def _wait_for_answer(self, request_id: str, timeout_ms: int) -> dict[str, Any] | None:
-        log = RegulatoryLog(self.layout)
-        deadline = time.monotonic() + timeout_ms / 1000
-        while time.monotonic() < deadline:
-            log.refresh()
-            for interaction in log.interactions.values():
-                if interaction.request.id != request_id:
+    def _wait_for_answer(self, request: InteractionRequest, since: int) -> dict[str, Any] | None:
+        """Read what is appended to the log from ``since`` until the request is answered.
+
+        Only the new bytes are read (never a fold of the whole log), so the answer reaches the
+        agent within one poll of the person's key press on an instance of any size.
+        """
+        deadline = time.monotonic() + request.timeout_ms / 1000
+        offset = since
+        pending = b""
+        answer: dict[str, Any] | None = None
+        while time.monotonic() < deadline and not self._cancelled():
+            chunk = _read_from(self.layout.signals, offset)
+            offset += len(chunk)
+            lines = (pending + chunk).split(b"\n")
+            pending = lines.pop()
+            for line in lines:
+                if request.id.encode() not in line and request.obligation_id.encode() not in line:
                     continue
-                for a in interaction.answers:
-                    if a.outcome == "answered":
-                        state = log.obligations.get(interaction.request.obligation_id)
-                        disposition = state.disposition if state is not None else None
-                        refused = (
-                            disposition == "rejected" and interaction.request.kind == "consent"
-                        )
-                        return {
-                            "answered": True,
-                            "by": a.by,
-                            "answer": a.answer,
-                            "disposition": disposition,
-                            "message": (
-                                f"Consent refused by {a.by}: do not perform the action."
-                                if refused
-                                else f"{a.by} answered: {a.answer}"
-                            ),
-                        }
-            self.sleep(0.1)
+                try:
+                    event = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue
+                if not isinstance(event, dict):
+                    continue
+                if (
+                    event.get("type") == "interaction-answered"
+                    and event.get("requestId") == request.id
+                ):
+                    if event.get("outcome") != "answered":
+                        return None  # another process recorded the silence: nothing to wait for
+                    answer = event
+                elif (
+                    answer is not None
+                    and event.get("type") == "obligation-resolved"
+                    and event.get("obligationId") == request.obligation_id
+                ):
+                    return answer_result(request, answer, event)
+            if answer is not None and not lines:
+                # The answer came without its resolution (an original-era writer): report it.
+                return answer_result(request, answer, None)
+            self.sleep(0.05)
         return None
 
     # -- durable side effects --------------------------------------------------------------

@@ -159,7 +159,29 @@ def build_parser() -> argparse.ArgumentParser:
     _delivery_commands(sub)
     _memory_identity_commands(sub)
     _unit_commands(sub)
+    _agent_commands(sub)
     return parser
+
+
+def _agent_commands(sub: Any) -> None:
+    h = "regulator.cli.agent_cmds"
+    _command(
+        sub,
+        "mcp",
+        f"{h}:cmd_mcp",
+        "the session tools as an MCP server on stdio, for the unit in $REGULATOR_UNIT",
+        "REGULATOR_UNIT=u1 REGULATOR_ATTEMPT=1 regulator mcp",
+    )
+    p = _command(
+        sub,
+        "tool",
+        f"{h}:cmd_tool",
+        "call one session tool from a shell: JSON arguments in, JSON result out "
+        "(exit 1 on a refusal)",
+        "echo '{}' | REGULATOR_UNIT=u1 regulator tool read_conventions",
+    )
+    p.add_argument("name", metavar="NAME", help="the tool: ask_human, report_result, …")
+    p.add_argument("--json", metavar="JSON", help="the arguments as a JSON object (default: stdin)")
 
 
 def _unit_commands(sub: Any) -> None:

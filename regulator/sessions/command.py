@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -70,7 +71,10 @@ def mcp_config(run: SessionRun) -> dict[str, Any]:
         "REGULATOR_UNIT": run.contract.unit_id,
         "REGULATOR_ATTEMPT": str(run.attempt),
     }
-    return {"mcpServers": {"regulator": {"command": "regulator", "args": ["mcp"], "env": env}}}
+    # This interpreter, not whatever `regulator` is first on the agent's PATH: the server must be
+    # the same installation as the loop that started the session.
+    server = {"command": sys.executable, "args": ["-m", "regulator", "mcp"], "env": env}
+    return {"mcpServers": {"regulator": server}}
 
 
 class CommandAdapter(SessionAdapter):

@@ -1,0 +1,154 @@
+"""`regulator mcp` and `regulator tool`: real agents reach the one implementation of the tools."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from regulator.demo import contract
+from regulator.loop import Loop
+from regulator.policy import load_definition
+from regulator.regulatory_log import RegulatoryLog
+from regulator.sessions.command import CommandAdapter
+from regulator.store import Layout
+from regulator.workload import SessionSpec, load_workload
+
+from .conftest import git
+
+MODELS = {"anthropic/claude-sonnet-4-5"}
+CLIENT = Path(__file__).parent / "agents" / "mcp_client.py"
+
+
+@pytest.fixture
+def project(instance: Path) -> Path:
+    (instance / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    git(instance, "add", "-A")
+    git(instance, "commit", "-q", "-m", "calc")
+    return instance
+
+
+def drive_agent(root: Path, unit_id: str, plan: list[dict[str, Any]], **kw: Any) -> dict[str, Any]:
+    """One attempt whose agent is an MCP client started from the config the loop wrote."""
+    plan_path = root.parent / f"{unit_id}.plan.json"
+    plan_path.write_text(json.dumps(plan))
+    out = root.parent / f"{unit_id}.out.json"
+    spec = SessionSpec(
+        adapter="command",
+        command=[sys.executable, str(CLIENT), "{mcp_config}", str(plan_path), str(out)],
+    )
+    loop = Loop(
+        Layout(root),
+        load_definition(root),
+        adapters={"script": CommandAdapter(spec)},
+        models=MODELS,
+    )
+    outcome = loop.dispatch(contract(unit_id, "objective", **kw))
+    assert out.exists(), f"the agent wrote nothing: {outcome}"
+    result: dict[str, Any] = json.loads(out.read_text())
+    result["outcome"] = outcome
+    return result
+
+
+def test_an_mcp_client_lists_exactly_the_profiles_tools_with_their_schemas(project: Path) -> None:
+    seen = drive_agent(project, "m1", [{"tool": "read_conventions"}])
+    grants = set(load_workload(load_definition(project)).grants("implement"))
+    assert set(seen["tools"]) == grants | {"report_result"}
+    assert seen["tools"]["ask_human"]["required"] == ["kind", "subject", "question"]
+    assert "summary" in seen["tools"]["report_result"]["properties"]
+    call = seen["calls"][0]
+    assert call["isError"] is False
+    assert "testCommand" in call["structured"] or call["structured"]
+
+
+def test_a_plan_unit_is_not_offered_the_tools_its_profile_does_not_grant(project: Path) -> None:
+    seen = drive_agent(
+        project,
+        "m2",
+        [{"tool": "ask_human", "arguments": {"kind": "recap", "subject": "s", "question": "q"}}],
+        unit_type="plan",
+    )
+    assert set(seen["tools"]) == {"read_conventions", "run_checks", "report_result"}
+    assert seen["calls"][0]["isError"] is True
+    assert "not granted" in seen["calls"][0]["text"]
+
+
+def test_nobody_present_pauses_the_attempt_and_refuses_every_effect_after_it(
+    project: Path,
+) -> None:
+    consent = {
+        "kind": "consent",
+        "subject": "publish",
+        "question": "May I push the tag?",
+        "action": "git push origin v1.2.0",
+    }
+    remember = {
+        "subject": "mirror",
+        "note": "the mirror is slow",
+        "reviewBy": "2099-01-01",
+    }
+    seen = drive_agent(
+        project,
+        "m3",
+        [
+            {"tool": "ask_human", "arguments": consent},
+            {"tool": "remember", "arguments": remember},
+            {"tool": "read_conventions"},
+        ],
+    )
+    asked, remembered, read = seen["calls"]
+    assert asked["isError"] is False
+    assert asked["structured"]["outcome"] == "unavailable"
+    assert asked["structured"]["paused"] is True
+    assert "do NOT perform the action" in asked["structured"]["message"]
+    obligation = asked["structured"]["obligation"]
+    assert remembered["isError"] is True and obligation in remembered["text"]
+    assert read["isError"] is False  # pure reads still work
+    outcome = seen["outcome"]
+    assert outcome.attempt is not None and outcome.attempt.outcome == "paused"
+    log = RegulatoryLog(Layout(project))
+    log.refresh()
+    assert any(o.id.startswith(obligation) for o in log.open_obligations("m3"))
+
+
+def tool(root: Path, name: str, arguments: dict[str, Any], unit: str) -> tuple[int, Any]:
+    done = subprocess.run(
+        [sys.executable, "-m", "regulator", "tool", name],
+        input=json.dumps(arguments),
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env={
+            **__import__("os").environ,
+            "REGULATOR_INSTANCE": str(root),
+            "REGULATOR_UNIT": unit,
+            "REGULATOR_ATTEMPT": "1",
+        },
+        timeout=60,
+    )
+    assert done.stderr == "" or done.returncode != 0, done.stderr
+    return done.returncode, json.loads(done.stdout) if done.stdout.strip() else done.stderr
+
+
+def test_regulator_tool_shares_the_pause_with_the_attempts_other_processes(
+    project: Path,
+) -> None:
+    drive_agent(
+        project,
+        "m4",
+        [
+            {
+                "tool": "ask_human",
+                "arguments": {"kind": "choice", "subject": "s", "question": "which?",
+                              "options": ["a", "b"]},
+            }
+        ],
+    )
+    code, out = tool(project, "notify_owner", {"message": "hello"}, "m4")
+    assert code == 1 and "paused" in out["refused"]
+    code, out = tool(project, "read_conventions", {}, "m4")
+    assert code == 0 and isinstance(out, dict)
