@@ -2,6 +2,10 @@
 
 The demo's own code writes it; only its randomness is pinned: the ids (uuid4), the clock, the
 host name and git's dates. So an SVG of the room over it is the same on every machine.
+
+Each suite builds it in its own temporary directory (two suites on one machine must not share
+one); the room is then shown ``SHOWN_ROOT`` as the instance's path, so the snapshots do not
+depend on where the temporary directory happens to be.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from pathlib import Path
 from unittest import mock
 
 END = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
-FIXED_ROOT = Path("/tmp/regulator-room-fixture/calc")
+# Only displayed, never written by the tests (screenshots/make.py still builds here).
+SHOWN_ROOT = Path("/tmp/regulator-room-fixture/calc")
+FIXED_ROOT = SHOWN_ROOT
 
 
 @contextmanager
@@ -44,7 +50,7 @@ def pinned() -> Iterator[None]:
         yield
 
 
-def build_fixture(root: Path = FIXED_ROOT) -> Path:
+def build_fixture(root: Path) -> Path:
     """The demo at ``root`` (replacing what was there), ending at ``END``."""
     from regulator.demo import build_demo
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from tui.app import RoomApp
 
-from .room_fixture import fixed_clock
+from .room_fixture import SHOWN_ROOT, fixed_clock
 
 Setup = Callable[[Any], Awaitable[None]]
 
@@ -26,10 +26,16 @@ class Shot:
     theme: str | None = None
 
 
-def make_app(root: Path, shot: Shot) -> RoomApp:
+def make_app(root: Path, shot: Shot, *, shown_as: Path = SHOWN_ROOT) -> RoomApp:
     app = RoomApp(
         [root], person=shot.person, clock=fixed_clock, watch=False, presence=False, bell=False
     )
+    # The files live in a per-suite temporary directory; the room shows one stable path. The
+    # model's files (layout, log, store) were opened from the real root above; `root` is only
+    # the path displayed.
+    for model in app.models:
+        assert model.root.name == shown_as.name
+        model.root = shown_as
     if shot.theme:
         app.theme = shot.theme
     return app

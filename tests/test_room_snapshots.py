@@ -11,13 +11,14 @@ from typing import Any
 
 import pytest
 
-from .room_fixture import FIXED_ROOT, build_fixture
+from .room_fixture import build_fixture
 from .room_shots import SHOTS, SIZES, Shot, make_app
 
 
 @pytest.fixture(scope="module")
-def fixture_root() -> Path:
-    return build_fixture(FIXED_ROOT)
+def fixture_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # Its own directory: two suites on one machine never rebuild each other's instance.
+    return build_fixture(tmp_path_factory.mktemp("snapshots") / "calc")
 
 
 @pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
