@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from regulator.answers import disposition_for_answer
+from regulator.answers import AnswerRefused, interpret, with_note
 from regulator.authority import check_disposition_authority
 from regulator.ledger import Actor, Ledger, LedgerError, Transaction
 from regulator.protocol.obligations import ObligationState
@@ -151,17 +151,15 @@ def answer(
         if interaction is None:
             raise Refusal(f"obligation {short} has no interaction request in the log")
         request = interaction.request
-        if request.options and text not in request.options:
-            offered = " | ".join(request.options)
-            raise Refusal(f'the question offers {offered}; "{text}" is not one of them')
+        try:
+            meaning = interpret(request.kind, text, request.options)
+        except AnswerRefused as exc:  # unclear: neither yes nor no, not one option
+            raise Refusal(str(exc)) from None
         _authorize(txn, policy, by, actor, severity=state.severity)
-        disposition = disposition_for_answer(request.kind, text)
-        if note:
-            # A note beside a yes: kept as an acknowledgement, in the same write as the answer.
-            txn.acknowledge(state.id, by, note)
-        txn.answer_interaction(request.id, outcome="answered", by=by, channel=channel, answer=text)
-        txn.resolve(state.id, by, disposition, text)
-        return Answered(state, request.kind, disposition, text)
+        said = with_note(meaning.answer, note)  # a reason travels with the answer
+        txn.answer_interaction(request.id, outcome="answered", by=by, channel=channel, answer=said)
+        txn.resolve(state.id, by, meaning.disposition, said)
+        return Answered(state, request.kind, meaning.disposition, said)
 
 
 def decide_proposal(

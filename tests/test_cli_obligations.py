@@ -63,13 +63,30 @@ def state(root: Path, oid: str) -> dict[str, Any]:
 # --- answers ------------------------------------------------------------------------------
 
 
-def test_a_consent_answered_yes_but_only_on_staging_is_rejected(instance: Path) -> None:
+def test_a_consent_answered_yes_but_only_on_staging_is_refused_not_taken_as_yes(
+    instance: Path,
+) -> None:
+    # Neither a yes-word nor a no-word: refused, nothing written (a reason goes in --note).
     oid = ask_one(instance, "consent", action="push to production")
+    before = snapshot(instance)
     result = run_cli(
         "answer", oid[:8], "--by", "alice", "--answer", "yes but only on staging", cwd=instance
     )
+    assert result.returncode == 1 and "is neither" in result.stderr
+    assert snapshot(instance) == before
+    result = run_cli(
+        "answer",
+        oid[:8],
+        "--by",
+        "alice",
+        "--answer",
+        "no",
+        "--note",
+        "only on staging",
+        cwd=instance,
+    )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("consent answered by alice (rejected): yes but only on staging")
+    assert result.stdout.startswith("consent answered by alice (rejected): no — only on staging")
     assert "the next attempt carries the answer" in result.stdout
     assert state(instance, oid)["disposition"] == "rejected"
 

@@ -174,14 +174,16 @@ def test_a_consent_asked_with_nobody_present_pauses_and_the_answer_is_the_next_h
     oid = next(o.id for o in loop.log.open_obligations("u4"))
     again = run_cli("unit", "drive", str(contract_path), "--script", str(scenario), cwd=project)
     assert again.returncode == 1 and "must be dispositioned before dispatch" in again.stdout
-    answered = run_cli("answer", oid[:8], "--by", "alice", "--answer", "no, not today", cwd=project)
+    answered = run_cli(
+        "answer", oid[:8], "--by", "alice", "--answer", "no", "--note", "not today", cwd=project
+    )
     assert answered.returncode == 0
     done = run_cli("unit", "drive", str(contract_path), "--script", str(scenario), cwd=project)
     assert done.returncode == 0, done.stdout + done.stderr
     prompt = (project / ".regulator" / "units" / "u4" / "prompt.a2.md").read_text()
     assert (
         "Your question (consent: push: May I push?) was answered by alice — rejected: "
-        "no, not today. Do not perform what was refused." in prompt
+        "no — not today. Do not perform what was refused." in prompt
     )
 
 

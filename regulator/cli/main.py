@@ -14,7 +14,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from regulator import __version__
+from regulator import __version__, answers
+from regulator.text import visible
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -30,7 +31,7 @@ class UsageError(Exception):
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # argparse's own: usage + message, exit 2
         self.print_usage(sys.stderr)
-        self.exit(2, f"regulator: {message}\n")
+        self.exit(2, f"regulator: {visible(message)}\n")  # it may quote what was typed
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -344,11 +345,24 @@ def _obligation_commands(sub: Any) -> None:
         "answer",
         f"{h}:cmd_answer",
         "answer a question a unit asked (an interaction obligation)",
-        "regulator answer 3f2a --by alice --answer yes",
+        "regulator answer 3f2a --by alice --answer no --note 'not before the freeze ends'",
+    )
+    p.description = (
+        "answer a question a unit asked (an interaction obligation)\n\n"
+        "A consent or a uat takes one of these words and nothing else; any other answer is\n"
+        "refused and nothing is written. Only a yes authorizes; silence never does.\n"
+        f"{_answer_words()}\n"
+        "A choice takes an option, its number (1, 2, …) or a prefix only that option starts\n"
+        "with. A clarification or a recap takes any text."
     )
     p.add_argument("id", metavar="OBLIGATION", help="obligation id or unique prefix")
     _by(p)
-    p.add_argument("--answer", required=True, metavar="TEXT", help="the answer")
+    p.add_argument("--answer", required=True, metavar="TEXT", help="the answer (see above)")
+    p.add_argument(
+        "--note",
+        metavar="TEXT",
+        help="a reason, recorded with the answer and carried to the unit's next attempt",
+    )
 
     sig = sub.add_parser("signals", help="route the regulatory log's unrouted messages")
     sig.set_defaults(_parser=sig)
@@ -360,6 +374,28 @@ def _obligation_commands(sub: Any) -> None:
         "route every unrouted message under the routing policy, then deliver what is owed",
         "regulator signals route",
     )
+
+
+def _answer_words() -> str:
+    """The accepted words, wrapped for ``--help`` (and so for docs/cli.md)."""
+    import textwrap
+
+    lines = []
+    for label, words in (
+        ("consent or uat, yes:", answers.YES_WORDS),
+        ("uat, also yes:", answers.UAT_YES_WORDS),
+        ("consent or uat, no:", answers.NO_WORDS),
+        ("uat, also no:", answers.UAT_NO_WORDS),
+    ):
+        lines.append(
+            textwrap.fill(
+                ", ".join(words),
+                width=88,
+                initial_indent=f"  {label:<22}",
+                subsequent_indent=" " * 24,
+            )
+        )
+    return "\n".join(lines)
 
 
 def _delivery_commands(sub: Any) -> None:
@@ -485,11 +521,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(handler, args)
     except UsageError as exc:
         args._parser.print_usage(sys.stderr)
-        print(f"regulator: {exc}", file=sys.stderr)
+        print(f"regulator: {visible(str(exc))}", file=sys.stderr)
         return 2
     except CliError as exc:
         for line in str(exc).splitlines() or [""]:
-            print(f"regulator: {line}", file=sys.stderr)
+            # A refusal may quote record text or what was typed: shown, never acted on.
+            print(f"regulator: {visible(line)}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         # `regulator obligations | head`: the reader went away; leave quietly.

@@ -198,7 +198,9 @@ def cmd_answer(args: argparse.Namespace) -> int:
 
     ledger, policy = _context(args)
     with _refused():
-        done = dispositions.answer(ledger, policy, args.id, args.by, _actor(), args.answer)
+        done = dispositions.answer(
+            ledger, policy, args.id, args.by, _actor(), args.answer, note=args.note
+        )
     line = f"{done.kind} answered by {args.by} ({done.disposition}): {done.answer}"
     if done.obligation.unit:
         line += (
