@@ -24,8 +24,9 @@ from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 
 from regulator import __version__
+from regulator.agent_session import AgentSession, SessionUnavailable
 from regulator.tool_catalog import CATALOG
-from regulator.tools import EFFECTS, SessionTools, ToolRefused
+from regulator.tools import EFFECTS, ToolRefused
 
 PROGRESS_EVERY_S = 5.0
 
@@ -40,10 +41,10 @@ def _text(value: Any) -> list[types.TextContent]:
     return [types.TextContent(type="text", text=body)]
 
 
-def tool_list(tools: SessionTools) -> list[types.Tool]:
+def tool_list(grants: set[str]) -> list[types.Tool]:
     listed = []
     for name, spec in CATALOG.items():
-        if name not in tools.grants:
+        if name not in grants:
             continue
         effect = EFFECTS[name]
         listed.append(
@@ -61,11 +62,11 @@ def tool_list(tools: SessionTools) -> list[types.Tool]:
     return listed
 
 
-def build_server(tools: SessionTools) -> Server[Any]:
+def build_server(session: AgentSession) -> Server[Any]:
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tool_list(tools))
+        return types.ListToolsResult(tools=tool_list(session.grants))
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -77,8 +78,9 @@ def build_server(tools: SessionTools) -> Server[Any]:
 
         def run() -> None:
             try:
-                outcome["result"] = tools.call(name, args, cancel=cancel)
-            except ToolRefused as exc:
+                # An agent a person started becomes a session unit on its first call.
+                outcome["result"] = session.tools().call(name, args, cancel=cancel)
+            except (ToolRefused, SessionUnavailable) as exc:
                 outcome["refused"] = str(exc)
             except Exception as exc:  # a tool that breaks must still answer the agent
                 outcome["refused"] = f"{name} failed: {type(exc).__name__}: {exc}"
@@ -118,12 +120,18 @@ def build_server(tools: SessionTools) -> Server[Any]:
     )
 
 
-def serve(tools: SessionTools) -> None:
-    """Serve on stdin/stdout until the client closes the connection."""
-    server = build_server(tools)
+def serve(session: AgentSession) -> None:
+    """Serve on stdin/stdout until the client closes the connection.
+
+    A session unit this server made ends with it: the agent that started it has gone.
+    """
+    server = build_server(session)
 
     async def main() -> None:
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
-    anyio.run(main)
+    try:
+        anyio.run(main)
+    finally:
+        session.end()

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 import orjson
 
+from regulator.answers import disposition_for_answer
 from regulator.asking import AskRefused, ask_in
 from regulator.budget import BudgetGuard, read_ledger
 from regulator.clock import Clock, now_iso, system_clock
@@ -92,16 +93,29 @@ def _read_from(path: Path, offset: int) -> bytes:
         os.close(fd)
 
 
+def _split_note(request: InteractionRequest, recorded: str) -> tuple[str, str]:
+    """The answer and the note a person typed beside it (recorded as ``answer — note``).
+
+    Split only where the head is what the question accepts (a yes or no word, an option), so
+    a free-text answer that happens to hold a dash stays whole.
+    """
+    head, sep, tail = recorded.partition(" — ")
+    if not sep:
+        return recorded, ""
+    if request.kind in ("consent", "uat"):
+        known = disposition_for_answer(request.kind, head) is not None
+    else:
+        known = bool(request.options) and head in (request.options or [])
+    return (head, tail) if known else (recorded, "")
+
+
 def answer_result(
     request: InteractionRequest, answered: dict[str, Any], resolved: dict[str, Any] | None
 ) -> dict[str, Any]:
     """What the agent is told of a person's answer: the decision, and every word they added."""
     by = str(answered.get("by", "?"))
-    text = str(answered.get("answer") or "")
+    text, note = _split_note(request, str(answered.get("answer") or ""))
     disposition = resolved.get("disposition") if resolved is not None else None
-    rationale = str(resolved.get("rationale") or "") if resolved is not None else ""
-    # The rationale holds the answer and any note typed beside it; say the note only once.
-    note = rationale if rationale and rationale != text else ""
     result: dict[str, Any] = {
         "answered": True,
         "by": by,
@@ -139,6 +153,7 @@ class SessionTools:
         clock: Clock = system_clock,
         sleep: Callable[[float], None] = time.sleep,
         wait_for_person: bool = True,
+        contracted: bool = True,
     ) -> None:
         self.layout = layout
         self.definition = definition
@@ -146,7 +161,9 @@ class SessionTools:
         self.unit_id = contract.unit_id
         self.attempt = attempt
         self.worktree = worktree
-        self.grants = set(grants) | {"report_result"}  # a contracted unit can always report
+        # A contracted unit can always report; a session unit a person started has nothing to
+        # report against and is never offered report_result.
+        self.grants = set(grants) | ({"report_result"} if contracted else set())
         self.guard = guard
         self.clock = clock
         self.sleep = sleep
@@ -177,13 +194,20 @@ class SessionTools:
     # -- the gate ---------------------------------------------------------------------------
 
     def call(
-        self, name: str, args: dict[str, Any], *, cancel: threading.Event | None = None
+        self,
+        name: str,
+        args: dict[str, Any],
+        *,
+        cancel: threading.Event | None = None,
+        max_wait_s: float | None = None,
     ) -> dict[str, Any]:
         """Run one tool, or refuse it; a refusal or error is also a failure observation.
 
-        ``cancel``, when set by another thread, ends a wait for a person as ``cancelled``.
+        ``cancel``, when set by another thread, ends a wait for a person as ``cancelled``;
+        ``max_wait_s`` shortens (never lengthens) the kind's timeout for this call.
         """
         self._local.cancel = cancel if cancel is not None else threading.Event()
+        self._local.max_wait_s = max_wait_s
         try:
             self._gate(name)
             handler = getattr(self, f"_tool_{name}")
@@ -425,7 +449,11 @@ class SessionTools:
         Only the new bytes are read (never a fold of the whole log), so the answer reaches the
         agent within one poll of the person's key press on an instance of any size.
         """
-        deadline = time.monotonic() + request.timeout_ms / 1000
+        wait_s = request.timeout_ms / 1000
+        shorter: float | None = getattr(self._local, "max_wait_s", None)
+        if shorter is not None:
+            wait_s = min(wait_s, shorter)
+        deadline = time.monotonic() + wait_s
         offset = since
         pending = b""
         answer: dict[str, Any] | None = None

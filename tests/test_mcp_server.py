@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,9 @@ from regulator.store import Layout
 from regulator.workload import SessionSpec, load_workload
 
 from .conftest import git
+from .test_agent_ask import answer, open_question, someone_present
+
+__all__ = ["someone_present"]  # a fixture, used by name
 
 MODELS = {"anthropic/claude-sonnet-4-5"}
 CLIENT = Path(__file__).parent / "agents" / "mcp_client.py"
@@ -143,8 +147,12 @@ def test_regulator_tool_shares_the_pause_with_the_attempts_other_processes(
         [
             {
                 "tool": "ask_human",
-                "arguments": {"kind": "choice", "subject": "s", "question": "which?",
-                              "options": ["a", "b"]},
+                "arguments": {
+                    "kind": "choice",
+                    "subject": "s",
+                    "question": "which?",
+                    "options": ["a", "b"],
+                },
             }
         ],
     )
@@ -152,3 +160,59 @@ def test_regulator_tool_shares_the_pause_with_the_attempts_other_processes(
     assert code == 1 and "paused" in out["refused"]
     code, out = tool(project, "read_conventions", {}, "m4")
     assert code == 0 and isinstance(out, dict)
+
+
+def test_a_consent_answered_in_the_room_reaches_the_mcp_client_with_the_note(
+    project: Path, someone_present: None
+) -> None:
+    consent = {
+        "kind": "consent",
+        "subject": "clean up",
+        "question": "May I delete old releases?",
+        "action": "delete releases 1.0 to 1.3",
+    }
+    seen: dict[str, Any] = {}
+    agent = threading.Thread(
+        target=lambda: seen.update(
+            drive_agent(project, "m5", [{"tool": "ask_human", "arguments": consent}])
+        )
+    )
+    agent.start()
+    question = open_question(project)
+    answer(project, question.id, "yes", note="only the two oldest")
+    agent.join(timeout=120)
+    (call,) = seen["calls"]
+    assert call["isError"] is False
+    result = call["structured"]
+    assert (result["answered"], result["disposition"]) == (True, "accepted")
+    assert result["answer"] == "yes" and result["note"] == "only the two oldest"
+    assert "only the two oldest" in result["message"]
+    log = RegulatoryLog(Layout(project))
+    log.refresh()
+    assert log.obligations[question.id].disposition == "accepted"
+    assert seen["outcome"].attempt.outcome != "paused"  # answered: the attempt goes on
+
+
+def test_a_consent_refused_in_the_room_tells_the_agent_not_to_act(
+    project: Path, someone_present: None
+) -> None:
+    consent = {
+        "kind": "consent",
+        "subject": "publish",
+        "question": "May I push the tag?",
+        "action": "git push origin v1.2.0",
+    }
+    seen: dict[str, Any] = {}
+    agent = threading.Thread(
+        target=lambda: seen.update(
+            drive_agent(project, "m6", [{"tool": "ask_human", "arguments": consent}])
+        )
+    )
+    agent.start()
+    question = open_question(project)
+    answer(project, question.id, "no", note="not before the freeze ends")
+    agent.join(timeout=120)
+    result = seen["calls"][0]["structured"]
+    assert result["disposition"] == "rejected"
+    assert "do NOT perform the action" in result["message"]
+    assert "not before the freeze ends" in result["message"]

@@ -1,4 +1,8 @@
-"""``regulator mcp`` and ``regulator tool``: the session tools for agents, over MCP or a shell."""
+"""Agents' commands: ``mcp``, ``tool``, ``ask``, ``hook`` and ``session start|end``.
+
+They all reach the one :class:`SessionTools` of the session the process serves (the loop's
+unit, or a session unit for an agent a person started by hand), so no gate exists twice.
+"""
 
 from __future__ import annotations
 
@@ -12,61 +16,78 @@ import orjson
 
 from regulator.agent_session import (
     INSTANCE_ENV,
-    SessionAddress,
+    AgentSession,
     SessionUnavailable,
-    address_from,
-    open_session,
+    find_session,
 )
 from regulator.cli.context import definition, instance_root, refusals
 from regulator.cli.main import CliError
-from regulator.store import Layout
-from regulator.tools import SessionTools, ToolRefused
+from regulator.execution import UnitNotFound
+from regulator.session_units import (
+    SessionUnitError,
+    agent_pid,
+    end_session_unit,
+    start_session_unit,
+    unit_id_for,
+)
+from regulator.store import Layout, find_instance
+from regulator.text import visible
+from regulator.tools import ToolRefused
+
+# `regulator ask` exit statuses beyond 0 (yes, or an answer) and 1 (no, or a refusal).
+NOBODY_ANSWERED = 3
 
 
-def _session(args: argparse.Namespace) -> SessionTools:
+def _layout(args: argparse.Namespace) -> tuple[Layout, Path]:
     if getattr(args, "instance", None) is None and os.environ.get(INSTANCE_ENV):
         args.instance = os.environ[INSTANCE_ENV]
     root = instance_root(args)
+    return Layout(root), root
+
+
+def _session(args: argparse.Namespace, agent: str, key: str | None = None) -> AgentSession:
+    layout, root = _layout(args)
+    defn = definition(args, root)
     try:
-        address = address_from(os.environ)
+        return find_session(layout, defn, agent=agent, key=key)
     except SessionUnavailable as exc:
         raise CliError(str(exc)) from None
-    if address is None:
-        raise CliError(
-            "no unit: REGULATOR_UNIT is not set (the loop sets it for the sessions it starts)"
-        )
-    return _open(Layout(root), args, root, address)
 
 
-def _open(
-    layout: Layout, args: argparse.Namespace, root: Path, address: SessionAddress
-) -> SessionTools:
-    defn = definition(args, root)
+def _process_key() -> str:
+    """One session per agent process: every call from the same agent joins the same unit."""
+    pid = agent_pid()
+    try:
+        started = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        started = "0"
+    return f"p{pid}-{started}"
+
+
+def _tools(session: AgentSession) -> Any:
     with refusals():
         try:
-            return open_session(layout, defn, address)
+            return session.tools()
         except SessionUnavailable as exc:
             raise CliError(str(exc)) from None
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
-    tools = _session(args)
+    session = _session(args, "mcp")
+    try:
+        session.grants  # noqa: B018 - refuse a bad unit before the client connects
+    except SessionUnavailable as exc:
+        raise CliError(str(exc)) from None
     from regulator.mcp_server import serve  # the MCP SDK is imported only by this command
 
-    serve(tools)
+    serve(session)
     return 0
 
 
-def _arguments(args: argparse.Namespace) -> dict[str, Any]:
-    raw: bytes
-    if args.json is not None:
-        raw = args.json.encode()
-        where = "--json"
-    elif sys.stdin.isatty():
-        return {}
-    else:
+def _json_arguments(text: str | None, where: str) -> dict[str, Any]:
+    raw = text.encode() if text is not None else b""
+    if text is None and not sys.stdin.isatty():
         raw = sys.stdin.buffer.read()
-        where = "stdin"
     if not raw.strip():
         return {}
     try:
@@ -78,14 +99,121 @@ def _arguments(args: argparse.Namespace) -> dict[str, Any]:
     return value
 
 
+def _emit(value: Any) -> None:
+    sys.stdout.buffer.write(orjson.dumps(value) + b"\n")
+
+
 def cmd_tool(args: argparse.Namespace) -> int:
-    arguments = _arguments(args)
-    tools = _session(args)
+    arguments = _json_arguments(args.json, "--json" if args.json is not None else "stdin")
+    needs_key = not os.environ.get("REGULATOR_UNIT") and not os.environ.get("REGULATOR_SESSION")
+    session = _session(args, "tool", key=None)
+    if needs_key and session.address is None:
+        session.key = _process_key()
+    tools = _tools(session)
     try:
         result = tools.call(args.name, arguments)
     except ToolRefused as exc:
         # A refusal is the tool's answer too: JSON on stdout for the agent, exit 1.
-        sys.stdout.buffer.write(orjson.dumps({"refused": str(exc)}) + b"\n")
+        _emit({"refused": str(exc)})
         return 1
-    sys.stdout.buffer.write(orjson.dumps(result) + b"\n")
+    _emit(result)
+    return 0
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    question: dict[str, Any] = {
+        "kind": args.kind,
+        "subject": args.subject,
+        "question": args.question,
+    }
+    if args.action is not None:
+        question["action"] = args.action
+    if args.option:
+        question["options"] = args.option
+    if args.timeout is not None and args.timeout <= 0:
+        raise CliError(f"--timeout {args.timeout}: a number of seconds above 0")
+    session = _session(args, "ask")
+    tools = _tools(session)
+    try:
+        try:
+            result = tools.call("ask_human", question, max_wait_s=args.timeout)
+        except ToolRefused as exc:
+            raise CliError(str(exc)) from None
+    finally:
+        session.end()  # a question asked from a plain script is a session of its own
+    if args.json:
+        _emit(result)
+    elif result.get("answered"):
+        print(visible(str(result.get("answer", ""))))
+        if result.get("note"):
+            print(visible(str(result["note"])))
+    else:
+        print(visible(str(result.get("message", ""))), file=sys.stderr)
+    if not result.get("answered"):
+        return 0 if args.kind == "recap" else NOBODY_ANSWERED
+    return 1 if result.get("disposition") == "rejected" else 0
+
+
+def cmd_hook(args: argparse.Namespace) -> int:
+    from regulator.hooks import claude_code, pre_tool_reply
+
+    raw = sys.stdin.buffer.read()
+    try:
+        payload = orjson.loads(raw) if raw.strip() else {}
+    except orjson.JSONDecodeError:
+        payload = {}
+    if not isinstance(payload, dict):
+        payload = {}
+    pre_tool = payload.get("hook_event_name") == "PreToolUse"
+    try:
+        given = os.environ.get(INSTANCE_ENV)
+        cwd = Path(str(payload.get("cwd") or Path.cwd()))
+        root = Path(given) if given else find_instance(cwd)
+        if root is None:
+            _emit({})  # not a regulator instance: nothing to say
+            return 0
+        layout = Layout(root.resolve())
+        with refusals():
+            defn = definition(args, root)
+        reply = claude_code(payload, layout, defn)
+    except (
+        CliError,
+        SessionUnavailable,
+        SessionUnitError,
+        ToolRefused,
+        OSError,
+        ValueError,
+    ) as exc:
+        # Fail closed: a hook that crashes lets the call through, so say `ask` instead.
+        print(f"regulator: {visible(str(exc))}", file=sys.stderr)
+        reply = pre_tool_reply("ask", f"regulator could not decide: {exc}") if pre_tool else {}
+    _emit(reply)
+    return 0
+
+
+def cmd_session_start(args: argparse.Namespace) -> int:
+    layout, root = _layout(args)
+    defn = definition(args, root)
+    key = args.key or os.environ.get("REGULATOR_SESSION") or _process_key()
+    with refusals():
+        try:
+            made = start_session_unit(layout, defn, key, agent=args.agent, cwd=Path.cwd())
+        except SessionUnitError as exc:
+            raise CliError(str(exc)) from None
+    print(made.unit_id)
+    return 0
+
+
+def cmd_session_end(args: argparse.Namespace) -> int:
+    layout, _ = _layout(args)
+    key = args.key or os.environ.get("REGULATOR_SESSION") or _process_key()
+    unit_id = args.unit or unit_id_for(key)
+    with refusals():
+        try:
+            became = end_session_unit(layout, unit_id)
+        except SessionUnitError as exc:
+            raise CliError(str(exc)) from None
+        except UnitNotFound:
+            raise CliError(f"no session unit {unit_id}") from None
+    print(f"{unit_id}: {became}")
     return 0

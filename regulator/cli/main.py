@@ -183,6 +183,67 @@ def _agent_commands(sub: Any) -> None:
     )
     p.add_argument("name", metavar="NAME", help="the tool: ask_human, report_result, …")
     p.add_argument("--json", metavar="JSON", help="the arguments as a JSON object (default: stdin)")
+    p = _command(
+        sub,
+        "ask",
+        f"{h}:cmd_ask",
+        "ask a person from a shell and wait while one is in the room: exit 0 on yes or an "
+        "answer, 1 on no, 3 when nobody answered",
+        "regulator ask --kind consent --subject deploy --question 'Deploy 1.4 now?' "
+        "--action 'deploy 1.4 to production'",
+    )
+    p.add_argument(
+        "--kind",
+        required=True,
+        choices=["consent", "choice", "clarification", "uat", "recap"],
+        help="what kind of question (only a recap lets the work go on unanswered)",
+    )
+    p.add_argument("--subject", required=True, metavar="S", help="what it is about")
+    p.add_argument("--question", required=True, metavar="Q", help="the question itself")
+    p.add_argument("--action", metavar="A", help="for consent: the action a yes authorizes")
+    p.add_argument(
+        "--option", action="append", metavar="O", help="for a choice: an option (two to six)"
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="wait at most this long (never longer than the kind's timeout in the policy)",
+    )
+    p.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    p = _command(
+        sub,
+        "hook",
+        f"{h}:cmd_hook",
+        "answer an agent's hook: a payload on stdin, the agent's reply on stdout",
+        "regulator hook claude-code < payload.json",
+    )
+    p.add_argument("agent", choices=["claude-code"], help="which agent's hook format")
+    ses = sub.add_parser(
+        "session",
+        help="open or end the session unit of an agent a person runs by hand",
+        description="open or end the session unit of an agent a person runs by hand",
+    )
+    ses.set_defaults(_parser=ses)
+    sess = ses.add_subparsers(metavar="ACTION", title="actions", parser_class=_Parser)
+    p = _command(
+        sess,
+        "start",
+        f"{h}:cmd_session_start",
+        "open (or join) a session unit and print its id",
+        "export REGULATOR_SESSION=nightly && regulator session start",
+    )
+    p.add_argument("--key", metavar="KEY", help="the session's key (default: $REGULATOR_SESSION)")
+    p.add_argument("--agent", default="shell", metavar="NAME", help="who runs in it")
+    p = _command(
+        sess,
+        "end",
+        f"{h}:cmd_session_end",
+        "end a session unit: closed, or blocked while a question it asked is owed",
+        "regulator session end --key nightly",
+    )
+    p.add_argument("unit", nargs="?", metavar="UNIT", help="the session unit (default: by key)")
+    p.add_argument("--key", metavar="KEY", help="the session's key (default: $REGULATOR_SESSION)")
 
 
 def _unit_commands(sub: Any) -> None:
