@@ -247,7 +247,7 @@ class Redactor:
                 len(self.canaries) > _CANARY_SUBSTRING_TESTS
                 or any(c in text for c in self.canaries)
             ):
-                text, removed = self._canaries.subn(REDACTED, text)
+                text, removed = _cover(self._canaries, text)
             text, shapes = _apply_shapes(text)
             removed += shapes
         if over_limit:
@@ -287,6 +287,34 @@ class Redactor:
             items = [self._scrub_json(item) for item in value]
             return [item for item, _ in items], any(flag for _, flag in items)
         return value, False
+
+
+def _cover(pattern: re.Pattern[str], text: str) -> tuple[str, int]:
+    """``text`` with the union of every canary occurrence replaced, one marker per run.
+
+    A plain ``subn`` would leave the tail of a canary that overlaps the one matched before it
+    ("…ABCD" then "CDEF…"): each search restarts one character after the last match's start,
+    so every position where a canary starts is found, with its longest canary (the pattern
+    lists them longest first).
+    """
+    spans: list[list[int]] = []
+    pos = 0
+    while (match := pattern.search(text, pos)) is not None:
+        start, end = match.span()
+        pos = start + 1
+        if spans and start <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], end)
+        else:
+            spans.append([start, end])
+    if not spans:
+        return text, 0
+    parts: list[str] = []
+    at = 0
+    for start, end in spans:
+        parts += [text[at:start], REDACTED]
+        at = end
+    parts.append(text[at:])
+    return "".join(parts), len(spans)
 
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
