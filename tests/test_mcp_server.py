@@ -216,3 +216,80 @@ def test_a_consent_refused_in_the_room_tells_the_agent_not_to_act(
     assert result["disposition"] == "rejected"
     assert "do NOT perform the action" in result["message"]
     assert "not before the freeze ends" in result["message"]
+
+
+def answering(root: Path, stop: threading.Event, text: str = "go ahead") -> threading.Thread:
+    """A person who answers every question as it appears, from another terminal."""
+
+    def loop() -> None:
+        log = RegulatoryLog(Layout(root))
+        done: set[str] = set()
+        while not stop.is_set():
+            log.refresh()
+            for o in log.open_obligations():
+                if o.concern == "interaction" and o.id not in done:
+                    done.add(o.id)
+                    answer(root, o.id, text)
+            stop.wait(0.05)
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_the_seeds_rules_hold_over_mcp(project: Path, someone_present: None) -> None:
+    def clarify(n: int) -> dict[str, Any]:
+        question = {"kind": "clarification", "subject": f"q{n}", "question": f"which {n}?"}
+        return {"tool": "ask_human", "arguments": question}
+
+    from datetime import UTC, datetime, timedelta
+
+    review_by = (datetime.now(UTC) + timedelta(days=91)).date().isoformat()
+    stop = threading.Event()
+    person = answering(project, stop)
+    try:
+        seen = drive_agent(
+            project,
+            "m7",
+            [
+                clarify(1),
+                clarify(2),
+                clarify(3),
+                {
+                    "tool": "ask_human",
+                    "arguments": {"kind": "recap", "subject": "r", "question": "I chose x"},
+                },
+                {
+                    "tool": "report_result",
+                    "arguments": {
+                        "summary": "done",
+                        "evidence": [{"class": "test", "ref": "unittest", "observation": "ok"}],
+                        "delegatedResults": [],
+                        "unresolvedOutcomes": [],
+                        "emergentDecisions": [],
+                        "deviations": [],
+                        "residualUncertainty": [],
+                    },
+                },
+                {"tool": "notify_owner", "arguments": {"message": "halfway there"}},
+                {"tool": "notify_owner", "arguments": {"message": "halfway there"}},
+                {
+                    "tool": "remember",
+                    "arguments": {"subject": "s", "note": "n", "reviewBy": review_by},
+                },
+            ],
+        )
+    finally:
+        stop.set()
+        person.join()
+    first, second, third, recap, report, sent, again, remember = seen["calls"]
+    assert first["structured"]["answered"] and second["structured"]["answered"]
+    assert third["isError"] and "attention budget is spent" in third["text"]
+    assert "residualUncertainty" in third["text"] and "recap" in third["text"]
+    assert recap["isError"] is False
+    assert report["isError"] and "no passing run_tests or run_checks" in report["text"]
+    assert not (project / ".regulator" / "units" / "m7" / "report.v1.a1.json").exists()
+    assert sent["structured"]["sent"] is True and again["structured"]["sent"] is False
+    outbox = (project / ".regulator" / "outbox").read_text()
+    assert outbox.count("halfway there") == 1
+    assert remember["isError"] and "90 days" in remember["text"]

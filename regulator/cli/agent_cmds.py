@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -216,4 +217,34 @@ def cmd_session_end(args: argparse.Namespace) -> int:
         except UnitNotFound:
             raise CliError(f"no session unit {unit_id}") from None
     print(f"{unit_id}: {became}")
+    return 0
+
+
+def cmd_agent_install(args: argparse.Namespace) -> int:
+    from regulator import agent_install
+
+    _, root = _layout(args)
+    try:
+        if args.agent == "claude-code":
+            changes = agent_install.claude_code(root, args.command)
+        else:
+            changes = agent_install.codex(root, args.command)
+    except agent_install.InstallRefused as exc:
+        raise CliError(str(exc)) from None
+    for change in changes:
+        name = change.path.relative_to(root).as_posix()
+        if not change.changed:
+            print(f"{name}: already set up, unchanged")
+        elif args.dry_run:
+            sys.stdout.write(change.diff(root))
+        else:
+            print(f"{name}: {'updated' if change.before else 'written'}")
+    if not args.dry_run:
+        agent_install.apply(changes)
+    if shutil.which(args.command) is None:
+        print(
+            f"note: `{args.command}` is not on PATH here; the agent must find it "
+            "(install regulator where the agent runs, or pass --command /path/to/regulator)",
+            file=sys.stderr,
+        )
     return 0

@@ -244,6 +244,28 @@ def _agent_commands(sub: Any) -> None:
     )
     p.add_argument("unit", nargs="?", metavar="UNIT", help="the session unit (default: by key)")
     p.add_argument("--key", metavar="KEY", help="the session's key (default: $REGULATOR_SESSION)")
+    agent = sub.add_parser(
+        "agent",
+        help="wire an agent in this repository to regulator: MCP server and hooks",
+        description="wire an agent in this repository to regulator: MCP server and hooks",
+    )
+    agent.set_defaults(_parser=agent)
+    agents = agent.add_subparsers(metavar="ACTION", title="actions", parser_class=_Parser)
+    p = _command(
+        agents,
+        "install",
+        f"{h}:cmd_agent_install",
+        "write or merge the agent's MCP and hook configuration, never overwriting an entry",
+        "regulator agent install claude-code --dry-run",
+    )
+    p.add_argument("agent", choices=["claude-code", "codex"], help="which agent")
+    p.add_argument("--dry-run", action="store_true", help="show the change, write nothing")
+    p.add_argument(
+        "--command",
+        default="regulator",
+        metavar="CMD",
+        help="how the agent runs regulator (default: regulator, found on its PATH)",
+    )
 
 
 def _unit_commands(sub: Any) -> None:
