@@ -88,7 +88,7 @@ async def test_a_consent_yes_is_recorded_as_accepted(demo: Path) -> None:
         o = await select(app, pilot, question("consent"))
         await pilot.press("a")
         assert isinstance(app.screen, AnswerDialog)
-        await pilot.press("y")
+        await pilot.press("ctrl+y")
         await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
     assert state(demo, o.id).disposition == "accepted"
 
@@ -98,8 +98,7 @@ async def test_a_consent_no_is_recorded_as_rejected_not_as_a_timeout(demo: Path)
     async with app.run_test(size=(160, 48)) as pilot:
         o = await select(app, pilot, question("consent"))
         await pilot.press("a")
-        await pilot.click("#note")
-        await pilot.press(*"not before the freeze ends")
+        await pilot.press(*"not before the freeze ends")  # the dialog opens in the note
         await pilot.click("#no")
         await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
     after = state(demo, o.id)
@@ -123,7 +122,7 @@ async def test_a_choice_offers_only_its_options_and_records_the_pick(demo: Path)
         shown = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
         assert shown == ["1. sqlite file", "2. JSON lines file", "3. no persistence"]
         assert not dialog.query(Input)  # nothing to type: only the options can be answered
-        await pilot.press("down", "enter")
+        await pilot.press("down", "down", "enter")  # nothing is highlighted at first
         await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
     after = state(demo, o.id)
     assert (after.disposition, after.rationale) == ("fixed", "JSON lines file")
@@ -146,7 +145,7 @@ async def test_a_uat_verified_is_recorded_as_verified(demo: Path) -> None:
     app = app_for(demo)
     async with app.run_test(size=(160, 48)) as pilot:
         o = await select(app, pilot, question("uat"))
-        await pilot.press("a", "y")
+        await pilot.press("a", "ctrl+y")
         await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
     assert state(demo, o.id).disposition == "verified"
 

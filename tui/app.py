@@ -38,6 +38,7 @@ from regulator.protocol.ours import Receipt
 from regulator.protocol.vocab import SEVERITY_ORDER, TERMINAL_STATUSES
 from regulator.store import locked_log
 from tui.dialogs import (
+    NOBODY,
     AcknowledgeDialog,
     AnswerDialog,
     Done,
@@ -46,6 +47,7 @@ from tui.dialogs import (
     ObligationDialog,
     PersonPicker,
     ProblemsScreen,
+    QuitConfirm,
     ResolveDialog,
 )
 from tui.filtering import Context, compile_filter
@@ -305,6 +307,7 @@ class RoomApp(App[None]):
         Binding("exclamation_mark", "problems", "problems"),
         Binding("P", "person", "person"),
         Binding("p", "pause", "pause"),
+        # Not priority bindings: over a dialog (a modal screen) no app key fires, ctrl+q either.
         Binding("q", "quit", "quit"),
         Binding("ctrl+q", "quit", "quit", show=False),
     ]
@@ -364,8 +367,18 @@ class RoomApp(App[None]):
         self.set_interval(1.0, self._tick)
 
     def _picked(self, person: str | None) -> None:
+        """At start: a cancel (esc) leaves the room looking only."""
+        self._switch_to(None if person == NOBODY else person, "picked at start")
+
+    def _repicked(self, person: str | None) -> None:
+        """On ``P``: a cancel (esc) keeps whoever was acting; only a pick changes it."""
+        if person is None:
+            return
+        self._switch_to(None if person == NOBODY else person, "picked with P")
+
+    def _switch_to(self, person: str | None, source: str) -> None:
         self.person = person
-        self.person_source = "picked at start" if person else "looking, not acting"
+        self.person_source = source if person else "looking, not acting"
         self._start_presence()
         self.refresh_all()
 
@@ -469,9 +482,47 @@ class RoomApp(App[None]):
         policy = self.models[0].interaction_policy() if self.models else None
         people = [(p.name, grants(p)) for p in (policy.people if policy else [])]
         self.push_screen(
-            PersonPicker(people, f"acting as {self.person or 'nobody'} ({self.person_source})"),
-            self._picked,
+            PersonPicker(
+                people,
+                f"acting as {self.person or 'nobody'} ({self.person_source})",
+                current=self.person,
+                escape_means=f"keep {self.person or 'nobody'}",
+            ),
+            self._repicked,
         )
+
+    # -- quitting ------------------------------------------------------------------------------
+
+    def waiting_on_a_person(self) -> list[Text]:
+        """One line per session still waiting in ``ask_human``, the soonest to time out first."""
+        waiting = sorted(
+            ((m, w) for m in self.models for w in m.sessions_still_running()),
+            key=lambda mw: mw[1][2],
+        )
+        lines = []
+        for m, (o, _i, left) in waiting:
+            secs = int(left)
+            lines.append(
+                Text.assemble(
+                    "⏳ ",
+                    plain(one_line(o.subject, m.redactor)),
+                    f" (unit {o.unit}, {m.name}) — {secs // 60}:{secs % 60:02d} left",
+                )
+            )
+        return lines
+
+    async def action_quit(self) -> None:
+        """Quit, but ask first while a session waits on a person; staying is the default."""
+        waiting = self.waiting_on_a_person()
+        if not waiting:
+            self.exit()
+            return
+
+        def answered(quit_anyway: bool | None) -> None:
+            if quit_anyway:
+                self.exit()
+
+        self.push_screen(QuitConfirm(waiting), answered)
 
     # -- the views -------------------------------------------------------------------------------
 
@@ -1028,11 +1079,12 @@ class RoomApp(App[None]):
             ("1 2 3", "instances, inbox, attention"),
             ("[ ]", "inspector: previous / next attempt"),
             ("p", "pause or resume live updates"),
-            ("P", "switch the person acting"),
+            ("P", "switch the person acting (esc keeps who it is)"),
             ("!", "the problems the readers found"),
             ("ctrl+p", "command palette: every action, and go to a unit or obligation by id"),
-            ("esc", "back out one layer"),
-            ("q", "quit"),
+            ("ctrl+y/n", "consent, uat: answer yes / no, with the note (enter never answers)"),
+            ("esc", "back out one layer; in a dialog: close it, answering nothing"),
+            ("q", "quit (asks first while a session waits for an answer)"),
         ]
         self.push_screen(HelpScreen(rows))
 

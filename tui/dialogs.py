@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -158,9 +158,13 @@ def _question_body(model: InstanceModel, obligation: ObligationState) -> Compose
 class AnswerDialog(ObligationDialog):
     """An answer to a unit's question: one widget per kind, and what it will be recorded as."""
 
+    # No answer rides on a default key: a consent or uat is answered only by ctrl+y / ctrl+n or
+    # by pressing one of its buttons; Enter in its note field answers nothing.
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "cancel"),
         Binding("ctrl+s", "submit", "submit", show=False),
+        Binding("ctrl+y", "yes", "yes", show=False),
+        Binding("ctrl+n", "no", "no", show=False),
     ]
 
     def __init__(
@@ -196,25 +200,29 @@ class AnswerDialog(ObligationDialog):
                 ],
                 id="options",
             )
-        elif self.kind in ("consent", "uat"):
+        elif self.yes_no:
             placeholder = (
-                "a reason, if you refuse (optional)"
+                "a reason, if you refuse (optional): it is recorded with the answer"
                 if self.kind == "consent"
-                else "a note (optional)"
+                else "a note (optional): it is recorded with the answer"
             )
             yield Input(placeholder=placeholder, id="note")
         else:
-            placeholder = "accept / reject, with a note" if self.kind == "uat" else "your answer"
-            yield Input(placeholder=placeholder, id="answer")
+            yield Input(placeholder="your answer", id="answer")
         yield Static("", id="recorded-as", classes="recorded-as")
 
+    @property
+    def yes_no(self) -> bool:
+        return self.kind in ("consent", "uat")
+
     def buttons(self) -> ComposeResult:
+        # The refusal comes first: Tab out of the note lands on it, never on the authorization.
         if self.kind == "consent":
-            yield Button("Yes, authorize (y)", id="yes", variant="success")
-            yield Button("No, refuse (n)", id="no", variant="error")
+            yield Button("No, refuse (ctrl+n)", id="no", variant="error")
+            yield Button("Yes, authorize (ctrl+y)", id="yes", variant="success")
         elif self.kind == "uat":
-            yield Button("Verified (y)", id="yes", variant="success")
-            yield Button("Rejected (n)", id="no", variant="error")
+            yield Button("Rejected (ctrl+n)", id="no", variant="error")
+            yield Button("Verified (ctrl+y)", id="yes", variant="success")
         else:
             yield Button("Answer (enter)", id="submit", variant="primary")
         yield Button("Cancel (esc)", id="cancel")
@@ -225,11 +233,12 @@ class AnswerDialog(ObligationDialog):
         self.set_interval(1.0, self._tick)
         for widget in self.query(Input):
             widget.cursor_blink = False
-        if self.kind in ("consent", "uat"):
-            self.query_one("#yes", Button).focus()
+        if self.yes_no:
+            self.query_one("#note", Input).focus()
         elif self.query("#options"):
+            # Nothing is highlighted at first, so a stray Enter picks nothing.
             options = self.query_one("#options", OptionList)
-            options.highlighted = 0
+            options.highlighted = None
             options.focus()
         else:
             self.query_one("#answer", Input).focus()
@@ -261,15 +270,21 @@ class AnswerDialog(ObligationDialog):
 
     def _show_recorded_as(self, answer: str | None = None) -> None:
         label = self.query_one("#recorded-as", Static)
-        if self.kind == "consent":
+        if self.yes_no:
+            yes = "accepted" if self.kind == "consent" else "verified"
             label.update(
                 Text(
-                    "Yes is recorded as accepted; No as rejected."
-                    " Closing this dialog answers nothing."
+                    f"ctrl+y answers yes (recorded as {yes}); ctrl+n answers no (rejected),"
+                    " each with your note. Enter answers nothing; esc closes without answering."
                 )
             )
-        elif self.kind == "uat":
-            label.update(Text("Verified is recorded as verified; Rejected as rejected."))
+        elif self.kind == "choice":
+            text = self._answer_text()
+            label.update(
+                Text(f"enter answers: {one_line(text, self.redactor)} (recorded as fixed)")
+                if text
+                else Text("pick an option (↑ ↓ or its number), then enter", style="dim")
+            )
         else:
             text = answer if answer is not None else self._answer_text()
             if text:
@@ -301,12 +316,32 @@ class AnswerDialog(ObligationDialog):
             return
         self._send(text)
 
-    def key_y(self) -> None:
-        if self.kind in ("consent", "uat") and not isinstance(self.focused, Input):
+    def on_key(self, event: events.Key) -> None:
+        # A choice's number highlights that option; Enter still has to answer it.
+        if self.kind != "choice" or not event.character or not event.character.isdigit():
+            return
+        options = self.query("#options")
+        if not options:
+            return
+        option_list = options.first(OptionList)
+        index = int(event.character) - 1
+        if 0 <= index < option_list.option_count:
+            option_list.highlighted = index
+            event.stop()
+
+    @on(Input.Submitted, "#note")
+    def _enter_in_note(self) -> None:
+        yes = "authorize" if self.kind == "consent" else "verify"
+        self.refuse(
+            f"Enter answers nothing here: ctrl+y to {yes}, ctrl+n to refuse, with your note"
+        )
+
+    def action_yes(self) -> None:
+        if self.yes_no:
             self._yes_no(True)
 
-    def key_n(self) -> None:
-        if self.kind in ("consent", "uat") and not isinstance(self.focused, Input):
+    def action_no(self) -> None:
+        if self.yes_no:
             self._yes_no(False)
 
     @on(Button.Pressed, "#yes")
@@ -318,12 +353,9 @@ class AnswerDialog(ObligationDialog):
         self._yes_no(False)
 
     def _yes_no(self, yes: bool) -> None:
+        # The answer is the bare word; what was typed travels beside it as its note.
         note = self.query_one("#note", Input).value.strip()
-        if yes:
-            # Only an explicit yes-word counts: a note is kept as an acknowledgement beside it.
-            self._send("yes", note=note or None)
-        else:
-            self._send(f"no — {note}" if note else "no")
+        self._send("yes" if yes else "no", note=note or None)
 
     def _send(self, text: str, note: str | None = None) -> None:
         policy = self.model.interaction_policy()
@@ -603,15 +635,32 @@ class ProblemsScreen(ModalScreen[None]):
         self.dismiss(None)
 
 
+NOBODY = ""
+"""What the person picker returns for "look without acting" (``None`` is a cancel)."""
+
+
 class PersonPicker(ModalScreen[str | None]):
-    """Who is acting, when neither --as, REGULATOR_PERSON nor the OS user names someone."""
+    """Who is acting, when neither --as, REGULATOR_PERSON nor the OS user names someone.
+
+    Dismissed with a name, with ``NOBODY`` for looking only, or with ``None`` when cancelled:
+    the caller decides what a cancel means (at start: looking only; on ``P``: no change).
+    """
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "cancel")]
 
-    def __init__(self, people: list[tuple[str, str]], reason: str) -> None:
+    def __init__(
+        self,
+        people: list[tuple[str, str]],
+        reason: str,
+        *,
+        current: str | None = None,
+        escape_means: str = "look without acting",
+    ) -> None:
         super().__init__()
         self.people = people
         self.reason = reason
+        self.current = current
+        self.escape_means = escape_means
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
@@ -622,13 +671,69 @@ class PersonPicker(ModalScreen[str | None]):
                     Option(Text.assemble((name, "bold"), f"  {grants}"), id=f"p-{i}")
                     for i, (name, grants) in enumerate(self.people)
                 ],
+                Option(Text("nobody: look without acting", style="italic"), id="nobody"),
                 id="people",
             )
-            yield Static(Text("enter picks · esc: look without acting", style="dim"))
+            yield Static(Text(f"enter picks · esc: {self.escape_means}", style="dim"))
+
+    def on_mount(self) -> None:
+        names = [name for name, _ in self.people]
+        if self.current in names:
+            self.query_one("#people", OptionList).highlighted = names.index(self.current)
 
     @on(OptionList.OptionSelected, "#people")
     def _picked(self, event: OptionList.OptionSelected) -> None:
-        self.dismiss(self.people[event.option_index][0])
+        if event.option.id == "nobody":
+            self.dismiss(NOBODY)
+        else:
+            self.dismiss(self.people[event.option_index][0])
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+class QuitConfirm(ModalScreen[bool]):
+    """Quitting while a session waits on a person: asked first, and staying is the default."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "stay", "stay")]
+
+    def __init__(self, waiting: list[Text]) -> None:
+        super().__init__()
+        self.waiting = waiting
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label("Quit while a session waits for an answer?", classes="dialog-title")
+            with VerticalScroll(classes="dialog-body"):
+                for line in self.waiting:
+                    yield Static(line, classes="countdown")
+                yield Static(
+                    Text(
+                        "The session is waiting in ask_human for a person. If you quit, nobody"
+                        " here answers it: when it times out, its attempt pauses and the"
+                        " question stays open."
+                    ),
+                    classes="question",
+                )
+            yield Static(
+                Text(
+                    "enter or esc stays · to quit, tab to Quit anyway and press enter", style="dim"
+                )
+            )
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Stay (esc)", id="stay", variant="primary")
+                yield Button("Quit anyway", id="quit", variant="error")
+
+    def on_mount(self) -> None:
+        self.query_one("#stay", Button).focus()
+
+    def action_stay(self) -> None:
+        self.dismiss(False)
+
+    @on(Button.Pressed, "#stay")
+    def _stay(self) -> None:
+        self.dismiss(False)
+
+    @on(Button.Pressed, "#quit")
+    def _quit(self) -> None:
+        self.dismiss(True)

@@ -213,6 +213,21 @@ class InstanceModel:
                 out.append((o, i, left))
         return out
 
+    def sessions_still_running(self) -> list[tuple[ObligationState, InteractionState, float]]:
+        """The waiting questions whose session is still there: its unit dispatched or leased.
+
+        A question whose unit holds no live lease and is not dispatched has no session left to
+        wait (it crashed or was stopped); quitting the room cannot leave it hanging.
+        """
+        now_ms = int(self.clock().timestamp() * 1000)
+        leased = {lease.unit_id for lease in self.leases if lease.expires_at > now_ms}
+        out = []
+        for o, i, left in self.waiting_sessions():
+            unit = self.units.get(o.unit or "")
+            if o.unit in leased or (unit is not None and unit.status == "dispatched"):
+                out.append((o, i, left))
+        return out
+
 
 def _stamp(path: Path | None) -> tuple[int, int] | None:
     try:
