@@ -9,10 +9,11 @@ log's lock, so it is idempotent even when two processes route at once.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
+
+import regex
 
 from regulator.clock import parse_iso
 from regulator.ledger import Ledger, Transaction
@@ -22,11 +23,24 @@ from regulator.protocol.obligations import ObligationState
 from regulator.protocol.policies import RoutingPolicy
 from regulator.protocol.vocab import SEVERITY_ORDER, severity_at_least
 
+#: The longest one floor may take on one message. A pattern that backtracks catastrophically
+#: (``(a|a)*$`` on forty ``a``s) would otherwise hold routing, and so every unit, for hours.
+FLOOR_TIMEOUT_S = 0.25
+
 
 @lru_cache(maxsize=64)
-def _floor_regex(pattern: str) -> re.Pattern[str]:
+def _floor_regex(pattern: str) -> regex.Pattern[str]:
     # ASCII: JavaScript's \d and \b, which the original's patterns were written for.
-    return re.compile(pattern, re.ASCII)
+    # The regex engine, not re: only it can stop a match after a time limit.
+    return regex.compile(pattern, regex.ASCII)
+
+
+def floor_matches(pattern: str, text: str) -> bool | None:
+    """Whether ``pattern`` finds a match in ``text``; ``None`` when it ran out of time."""
+    try:
+        return _floor_regex(pattern).search(text, timeout=FLOOR_TIMEOUT_S) is not None
+    except TimeoutError:
+        return None
 
 
 def floor_text(message: VsmMessage) -> str:
@@ -36,16 +50,29 @@ def floor_text(message: VsmMessage) -> str:
     return f"{message.subject}\n{observation}\n{rationale}"
 
 
-def effective_severity(message: VsmMessage, policy: RoutingPolicy) -> str:
+def effective_severity(
+    message: VsmMessage, policy: RoutingPolicy, problems: list[str] | None = None
+) -> str:
+    """The message's severity raised by every floor that matches its text.
+
+    A floor that runs out of time is applied as if it matched: text an agent wrote must not
+    slip past a floor by being slow to match. It is reported in ``problems``.
+    """
     if isinstance(message, UncertaintySignal):
         severity: str = getattr(policy.impact_severity, message.impact)
     else:
         severity = message.severity
     text = floor_text(message)
-    for floor in policy.floors or []:
-        if SEVERITY_ORDER[severity] < SEVERITY_ORDER[floor.severity] and _floor_regex(
-            floor.pattern
-        ).search(text):
+    for index, floor in enumerate(policy.floors or []):
+        if SEVERITY_ORDER[severity] >= SEVERITY_ORDER[floor.severity]:
+            continue
+        matched = floor_matches(floor.pattern, text)
+        if matched is None and problems is not None:
+            problems.append(
+                f"{policy.label} floors[{index}].pattern ran over {FLOOR_TIMEOUT_S} s on message "
+                f"{message.id[:8]}; the floor was applied ({floor.severity}) as if it matched"
+            )
+        if matched is not False:
             severity = floor.severity
     return severity
 
@@ -60,6 +87,7 @@ class Noted:
 class RoutingResult:
     opened: list[ObligationState] = field(default_factory=list)
     noted: list[Noted] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # e.g. a floor that ran out of time
 
 
 def route_in(
@@ -69,7 +97,7 @@ def route_in(
     result = RoutingResult()
     for message in txn.log.unrouted():
         rule = policy.rule_for(message.kind)
-        severity = effective_severity(message, policy)
+        severity = effective_severity(message, policy, result.problems)
         reason = None
         if rule is None:
             reason = f"{policy.label} has no rule for {message.kind}"

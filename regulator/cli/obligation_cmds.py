@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -222,6 +223,8 @@ def cmd_route(args: argparse.Namespace) -> int:
         print(f"opened  {describe_obligation(o)}")
     for noted in result.routing.noted:
         print(f"noted   {noted.message.kind}  {noted.message.subject}: {noted.reason}")
+    for problem in result.routing.problems:  # a floor that ran out of time, applied anyway
+        print(f"regulator: {problem}", file=sys.stderr)
     print(
         f"{len(result.routing.opened)} obligation(s) opened, "
         f"{len(result.routing.noted)} message(s) noted, "

@@ -7,9 +7,9 @@ original's closed schema would refuse: ``waitCeilingMs`` on the interaction poli
 
 from __future__ import annotations
 
-import re
 from typing import Annotated
 
+import regex
 from pydantic import Field, StrictBool, field_validator
 
 from regulator.protocol.base import Record
@@ -64,9 +64,10 @@ class Floor(Record):
     @field_validator("pattern")
     @classmethod
     def _compiles(cls, value: str) -> str:
+        # Compiled as the router runs it (the regex engine, ASCII classes).
         try:
-            re.compile(value)
-        except re.error as exc:
+            regex.compile(value, regex.ASCII)
+        except regex.error as exc:
             raise ValueError(f"not a regular expression ({exc})") from None
         return value
 
