@@ -26,9 +26,7 @@ from tui.dialogs import AnswerDialog, PersonPicker, QuitConfirm
 from tui.screens.inspector import UnitInspector
 from tui.widgets.rowtable import RowTable
 
-from .room_fixture import build_fixture, copy_fixture, fixed_clock
-
-pytestmark = pytest.mark.asyncio
+from .room_fixture import SHOWN_ROOT, build_fixture, copy_fixture, fixed_clock
 
 
 @pytest.fixture(scope="module")
@@ -389,3 +387,20 @@ async def test_esc_in_the_picker_at_start_leaves_the_room_looking_only(demo: Pat
         await pilot.press("escape")
         await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
         assert app.person is None
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+def test_the_quit_confirmation_looks_as_recorded(
+    snap_compare: Any, demo: Path, size: tuple[int, int]
+) -> None:
+    a_session_waits(demo)
+    app = RoomApp([demo], person="alice", clock=fixed_clock, watch=False, presence=False)
+    for model in app.models:
+        model.root = SHOWN_ROOT  # the path shown, not the temporary directory
+
+    async def press_q(pilot: Any) -> None:
+        await pilot.press("q")
+        await wait_for(pilot, lambda: isinstance(app.screen, QuitConfirm))
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=size, run_before=press_q)
