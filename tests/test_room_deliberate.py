@@ -132,7 +132,7 @@ async def test_enter_on_an_untouched_consent_or_uat_dialog_answers_nothing(
     app = app_for(demo)
     async with app.run_test(size=(160, 48)) as pilot:
         _, dialog = await open_answer(app, pilot, kind)
-        await pilot.press("enter", "enter", "space", "y")
+        await pilot.press("enter", "enter", "space", "y", "ctrl+s", "enter")
         await pilot.pause()
         assert app.screen is dialog
     assert signals(demo) == before
@@ -164,6 +164,39 @@ async def test_ctrl_n_refuses_and_the_typed_reason_travels_with_the_refusal(
     after = state(demo, o.id)
     assert (after.status, after.disposition) == ("resolved", "rejected")
     assert travelled(demo, o.id, "not before the freeze ends")
+
+
+async def test_a_yes_typed_in_the_note_of_a_refusal_is_still_a_refusal(demo: Path) -> None:
+    app = app_for(demo)
+    async with app.run_test(size=(160, 48)) as pilot:
+        o, _ = await open_answer(app, pilot, "consent")
+        await pilot.press(*"yes", "ctrl+n")
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
+    assert state(demo, o.id).disposition == "rejected"
+
+
+# --- silence: closing is not answering --------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["consent", "uat"])
+async def test_esc_after_typing_a_note_records_nothing(demo: Path, kind: str) -> None:
+    before = signals(demo)
+    app = app_for(demo)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await open_answer(app, pilot, kind)
+        await pilot.press(*"fine by me", "escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
+    assert signals(demo) == before
+
+
+async def test_leaving_the_room_with_a_consent_dialog_open_records_nothing(demo: Path) -> None:
+    before = signals(demo)
+    app = app_for(demo)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await open_answer(app, pilot, "consent")
+        await pilot.press(*"ok")
+        app.exit()
+    assert signals(demo) == before
 
 
 async def test_the_refusal_button_comes_first_after_the_note_and_answers_when_pressed(
