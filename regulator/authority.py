@@ -7,8 +7,26 @@ those OS users, so on a shared machine naming someone else is refused, not merel
 
 from __future__ import annotations
 
+import os
+import pwd
+from collections.abc import Mapping
+
+from regulator.protocol.obligations import ObligationState
 from regulator.protocol.policies import InteractionPolicy
 from regulator.protocol.vocab import severity_at_least
+
+
+def process_os_user() -> str:
+    """This process's user as the password database names its real uid.
+
+    Not ``getpass.getuser()``: that reads $LOGNAME and $USER first, which anyone can set, and
+    the OS user is what ``osUsers`` authority and provenance rest on.
+    """
+    uid = os.getuid()
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:  # no passwd entry (some containers): the number is all there is
+        return str(uid)
 
 
 def check_disposition_authority(
@@ -40,6 +58,39 @@ def check_disposition_authority(
     if s5 and not person.act_as_s5:
         return f"{by} may not act as S5 ({policy.label})"
     return None
+
+
+def may_act_as_s5(policy: InteractionPolicy, name: str | None) -> bool:
+    person = policy.person(name) if name else None
+    return person is not None and person.act_as_s5
+
+
+def owed_to_s5(
+    obligations: Mapping[str, ObligationState], state: ObligationState, policy: InteractionPolicy
+) -> bool:
+    """Whether deciding ``state`` is S5's: it is owed to S5, or it took over from an obligation
+    that was S5's and was moved (escalated, superseded) by someone who may not act as S5.
+
+    A move away from S5 is refused at write time; this also holds for logs written before
+    that, or by another tool, so that no chain of moves launders what only S5 decides.
+    """
+    if state.consumer == "S5":
+        return True
+    predecessors: dict[str, list[ObligationState]] = {}
+    for o in obligations.values():
+        if o.successor is not None:
+            predecessors.setdefault(o.successor, []).append(o)
+    seen = {state.id}
+    pending = [state.id]
+    while pending:
+        for p in predecessors.get(pending.pop(), ()):
+            if p.id in seen or may_act_as_s5(policy, p.closed_by):
+                continue  # a move made by someone who may act as S5 stands
+            if p.consumer == "S5":
+                return True
+            seen.add(p.id)
+            pending.append(p.id)
+    return False
 
 
 def allowed_dispositions(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from regulator.answers import AnswerRefused, interpret, with_note
-from regulator.authority import check_disposition_authority
+from regulator.authority import check_disposition_authority, may_act_as_s5, owed_to_s5
 from regulator.ledger import Actor, Ledger, LedgerError, Transaction
 from regulator.protocol.obligations import ObligationState
 from regulator.protocol.policies import InteractionPolicy
@@ -37,6 +37,13 @@ def _authorize(
     )
     if refusal is not None:
         raise Refusal(refusal)
+    if s5:
+        # The ledger lets an obligation leave S5 only in a transaction that passed this check.
+        txn.s5_authorized = True
+
+
+def _s5(txn: Transaction, state: ObligationState, policy: InteractionPolicy) -> bool:
+    return owed_to_s5(txn.log.obligations, state, policy)
 
 
 def acknowledge(
@@ -71,7 +78,8 @@ def resolve(
         raise Refusal("a disposition needs a rationale")
     with ledger.transaction(actor) as txn:
         state = txn.get_open(ref)
-        # What is owed to S5 is decided only by a person who may act as S5.
+        # What is owed to S5 (or was moved away from S5 by someone who may not act as S5) is
+        # decided only by a person who may act as S5.
         _authorize(
             txn,
             policy,
@@ -79,7 +87,7 @@ def resolve(
             actor,
             severity=state.severity,
             disposition=disposition,
-            s5=state.consumer == "S5",
+            s5=_s5(txn, state, policy),
         )
         return txn.resolve(state.id, by, disposition, rationale)
 
@@ -107,6 +115,14 @@ def escalate(
     with ledger.transaction(actor) as txn:
         state = txn.get_open(ref)
         _authorize(txn, policy, by, actor, severity=state.severity)
+        # Moving what S5 decides to anyone else is itself S5's decision; within S5 it is not.
+        if to != "S5" and _s5(txn, state, policy):
+            if not may_act_as_s5(policy, by):
+                raise Refusal(
+                    f"{by} may not act as S5 ({policy.label}): obligation {state.id[:8]} is "
+                    f"S5's to decide, and escalating it to {to} would hand that decision over"
+                )
+            txn.s5_authorized = True
         successor = txn.escalate(state.id, by, rationale, to=to)
         return Escalation(state, successor)
 
@@ -155,7 +171,7 @@ def answer(
             meaning = interpret(request.kind, text, request.options)
         except AnswerRefused as exc:  # unclear: neither yes nor no, not one option
             raise Refusal(str(exc)) from None
-        _authorize(txn, policy, by, actor, severity=state.severity)
+        _authorize(txn, policy, by, actor, severity=state.severity, s5=_s5(txn, state, policy))
         said = with_note(meaning.answer, note)  # a reason travels with the answer
         txn.answer_interaction(request.id, outcome="answered", by=by, channel=channel, answer=said)
         txn.resolve(state.id, by, meaning.disposition, said)

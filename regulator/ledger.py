@@ -20,10 +20,12 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, cast
 
 import orjson
 
+from regulator.authority import process_os_user
 from regulator.clock import Clock, now_iso, system_clock
 from regulator.protocol.base import Record
 from regulator.protocol.interaction import (
@@ -61,14 +63,22 @@ def json_line(record: Record | dict[str, Any]) -> bytes:
     return orjson.dumps(data)
 
 
+def definition_label(root: Path | None) -> str:
+    """The definition directory a command ran under, as provenance records it."""
+    return str(root) if root is not None else "shipped"
+
+
 @dataclass(frozen=True)
 class Actor:
     """Who is behind a person-made write, for ``provenance.ndjson``."""
 
     via: str  # cli | room | mcp | loop
-    os_user: str
+    os_user: str = field(default_factory=process_os_user)
     host: str = field(default_factory=socket.gethostname)
     pid: int = field(default_factory=os.getpid)
+    uid: int = field(default_factory=os.getuid)
+    # The definition directory (whose people were checked), or "shipped"; None: not known.
+    definition: str | None = None
 
 
 def find_obligation(log: RegulatoryLog, ref: str) -> ObligationState:
@@ -103,6 +113,8 @@ def write_provenance(layout: Layout, event_ids: list[str], actor: Actor, clock: 
                     "osUser": actor.os_user,
                     "host": actor.host,
                     "pid": actor.pid,
+                    "uid": actor.uid,
+                    "definition": actor.definition,
                     "at": at,
                 }
             )
@@ -124,6 +136,8 @@ class Transaction:
         # Obligations opened in this transaction, not yet in the fold.
         self.opened: dict[str, ObligationState] = {}
         self.closed: set[str] = set()
+        # Set by a disposition that checked the person may act as S5 (``dispositions``).
+        self.s5_authorized = False
 
     @property
     def now(self) -> str:
@@ -255,6 +269,12 @@ class Transaction:
         rationale: str,
     ) -> ObligationState:
         """Close ``state`` in favour of ``successor``: the veto moves with it."""
+        if state.consumer == "S5" and successor.consumer != "S5" and not self.s5_authorized:
+            # Whoever decides the successor would decide what S5 is owed.
+            raise LedgerError(
+                f"obligation {state.id} is owed to S5; only a person who may act as S5 moves it "
+                f"to {successor.consumer}"
+            )
         self._add(
             event(
                 id=new_id(),
