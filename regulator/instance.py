@@ -7,14 +7,13 @@ anything, so a refusal leaves the repository as it was.
 
 from __future__ import annotations
 
-import getpass
-import os
 import re
 import socket
 from dataclasses import dataclass
 from pathlib import Path
 
 from regulator import gitops
+from regulator.authority import process_os_user
 from regulator.clock import Clock, now_iso, system_clock
 from regulator.policy import PolicyError, load_definition, shipped_policies_dir
 from regulator.protocol.manifest import InstanceManifest
@@ -37,10 +36,8 @@ def default_actor() -> str:
 
 
 def os_user() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):  # no passwd entry (some containers)
-        return str(os.getuid())
+    # From the password database by uid: $LOGNAME and $USER are the caller's to set.
+    return process_os_user()
 
 
 def canaries_from_env_file(text: str) -> list[str]:

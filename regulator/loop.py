@@ -46,6 +46,7 @@ from regulator.protocol.messages import AuditFinding
 from regulator.protocol.obligations import ObligationState
 from regulator.recovery import (
     Classification,
+    awaiting_decision,
     blocked_reason,
     classify_failure,
     disposition_by_decision_in,
@@ -622,6 +623,13 @@ class Loop:
     # -- routing a blocked unit -------------------------------------------------------------
 
     def route(self, unit_id: str) -> RecoveryDecision | None:
+        """Decide what a blocked unit needs next; ``None`` when there is nothing to decide.
+
+        A unit already waiting on its recovery decision is not routed again (nothing written):
+        each route counts an occurrence and would open another wait.
+        """
+        if self.awaiting_decision(unit_id) is not None:
+            return None
         self._route()
         unit = self.store.unit(unit_id)
         if unit.status != "blocked":
@@ -741,6 +749,9 @@ class Loop:
                 txn.append_raw(signal)
         self.store.set_status(unit_id, "reported")
         return self.close(unit_id)
+
+    def awaiting_decision(self, unit_id: str) -> ObligationState | None:
+        return awaiting_decision(self.log, unit_id)
 
     def owed(self, unit_id: str) -> list[ObligationState]:
         return self.log.open_obligations(unit_id)

@@ -450,3 +450,12 @@ def disposition_by_decision(
 def paused_on_question(log: RegulatoryLog, unit_id: str) -> bool:
     """Whether the unit waits on an unanswered blocking question: such a unit is not routed."""
     return any(o.concern == "interaction" and o.blocks for o in log.open_obligations(unit_id))
+
+
+def awaiting_decision(log: RegulatoryLog, unit_id: str) -> ObligationState | None:
+    """The open recovery decision the unit waits on, if any: routing it again would decide a
+    second time what is already someone's to decide."""
+    return next(
+        (o for o in log.open_obligations(unit_id) if o.concern == RECOVERY_DECISION_CONCERN),
+        None,
+    )

@@ -11,7 +11,7 @@ from regulator.cli.context import definition, instance_root, print_json, refusal
 from regulator.cli.main import CliError, UsageError
 from regulator.describe import describe_obligation
 from regulator.instance import os_user
-from regulator.ledger import Actor, Ledger, LedgerError, find_obligation
+from regulator.ledger import Actor, Ledger, LedgerError, definition_label, find_obligation
 from regulator.protocol.obligations import ObligationState
 from regulator.protocol.policies import InteractionPolicy
 from regulator.protocol.vocab import CONSUMERS, DISPOSITIONS, TERMINAL_STATUSES
@@ -32,8 +32,10 @@ def _ledger(args: argparse.Namespace) -> tuple[Ledger, Layout]:
     return Ledger(layout), layout
 
 
-def _actor() -> Actor:
-    return Actor(via="cli", os_user=os_user())
+def _actor(args: argparse.Namespace) -> Actor:
+    # The definition is recorded: `--definition` can bring people of its own.
+    defn = definition(args, instance_root(args))
+    return Actor(via="cli", os_user=os_user(), definition=definition_label(defn.root))
 
 
 def _may_proceed(o: ObligationState) -> str:
@@ -150,7 +152,7 @@ def cmd_ack(args: argparse.Namespace) -> int:
 
     ledger, policy = _context(args)
     with _refused():
-        o = dispositions.acknowledge(ledger, policy, args.id, args.by, _actor(), args.note)
+        o = dispositions.acknowledge(ledger, policy, args.id, args.by, _actor(args), args.note)
     print(f"obligation {o.id[:8]} acknowledged by {args.by}: received, not resolved")
     return 0
 
@@ -169,7 +171,7 @@ def cmd_resolve(args: argparse.Namespace) -> int:
             policy,
             args.id,
             args.by,
-            _actor(),
+            _actor(args),
             disposition=args.disposition,
             rationale=args.rationale,
         )
@@ -185,7 +187,7 @@ def cmd_escalate(args: argparse.Namespace) -> int:
     ledger, policy = _context(args)
     with _refused():
         done = dispositions.escalate(
-            ledger, policy, args.id, args.by, _actor(), to=args.to, rationale=args.rationale
+            ledger, policy, args.id, args.by, _actor(args), to=args.to, rationale=args.rationale
         )
     print(
         f"obligation {done.predecessor.id[:8]} escalated by {args.by} to {args.to}: "
@@ -200,7 +202,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
     ledger, policy = _context(args)
     with _refused():
         done = dispositions.answer(
-            ledger, policy, args.id, args.by, _actor(), args.answer, note=args.note
+            ledger, policy, args.id, args.by, _actor(args), args.answer, note=args.note
         )
     line = f"{done.kind} answered by {args.by} ({done.disposition}): {done.answer}"
     if done.obligation.unit:

@@ -132,6 +132,13 @@ def cmd_route(args: argparse.Namespace) -> int:
         if unit.status != "blocked":
             print(f"unit {unit.unit_id} is {unit.status}, not blocked; nothing to route")
             return 0
+        waiting = loop.awaiting_decision(args.id)
+        if waiting is not None:
+            print(
+                f"unit {unit.unit_id} already waits on its recovery decision (obligation "
+                f"{waiting.id[:8]}, owed to {waiting.consumer}); nothing routed"
+            )
+            return 0
         decision = loop.route(args.id)
     if decision is None:
         print(f"unit {args.id} is paused on a question a person has not answered; nothing to route")
@@ -218,7 +225,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_accept(args: argparse.Namespace) -> int:
     from regulator.acceptance import accept_criterion
     from regulator.instance import os_user
-    from regulator.ledger import Actor
+    from regulator.ledger import Actor, definition_label
 
     loop = _loop(args)
     with _refused():
@@ -227,7 +234,7 @@ def cmd_accept(args: argparse.Namespace) -> int:
             args.id,
             args.criterion,
             args.by,
-            Actor("cli", os_user()),
+            Actor("cli", os_user(), definition=definition_label(loop.definition.root)),
             reject=args.reject,
             note=args.note,
         )
