@@ -23,6 +23,9 @@ from regulator.protocol.errors import field_path
 from regulator.regulatory_log import RegulatoryLog
 from regulator.store import Layout
 
+# Seconds of hypothesis: part of `pytest -m slow` with the concurrency and crash tests.
+pytestmark = pytest.mark.slow
+
 SETTINGS = settings(
     max_examples=60,
     deadline=None,
