@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from regulator.text import visible
+
 # The original's yes-words: each counts as yes for a consent and for a uat.
 YES_WORDS: tuple[str, ...] = (
     "y",
@@ -101,6 +103,7 @@ def interpret(kind: str, text: str, options: Sequence[str] | None = None) -> Mea
     """What ``text`` means as an answer to a question of ``kind``; ``AnswerRefused`` when it
     is empty, neither a yes nor a no for a consent or a uat, or not one option of a choice."""
     said = text.strip()
+    quoted = visible(said)  # a refusal quotes it: shown, never acted on, on one line
     if not said:
         raise AnswerRefused("an answer cannot be empty: silence is not an answer")
     if kind in YES_NO_KINDS:
@@ -109,15 +112,15 @@ def interpret(kind: str, text: str, options: Sequence[str] | None = None) -> Mea
         if is_no(said, kind):
             return Meaning(said, "rejected")
         raise AnswerRefused(
-            f'a {kind} is answered yes or no, and "{said}" is neither; {accepted_words(kind)} '
+            f'a {kind} is answered yes or no, and "{quoted}" is neither; {accepted_words(kind)} '
             "(a reason goes in a note)"
         )
     if options:
-        return Meaning(_option(said, options), "fixed")
+        return Meaning(_option(said, quoted, options), "fixed")
     return Meaning(said, "fixed")
 
 
-def _option(said: str, options: Sequence[str]) -> str:
+def _option(said: str, quoted: str, options: Sequence[str]) -> str:
     if said in options:
         return said
     folded = said.casefold()
@@ -132,12 +135,14 @@ def _option(said: str, options: Sequence[str]) -> str:
     distinct = list(dict.fromkeys(found))
     if len(distinct) == 1:
         return distinct[0]
-    offered = " | ".join(options)
+    offered = " | ".join(visible(o) for o in options)
     if distinct:
-        matches = " | ".join(distinct)
-        raise AnswerRefused(f'"{said}" could be {matches}: give more of the option, or its number')
+        matches = " | ".join(visible(o) for o in distinct)
+        raise AnswerRefused(
+            f'"{quoted}" could be {matches}: give more of the option, or its number'
+        )
     # The original's words; `answer --help` says a number or a unique prefix works too.
-    raise AnswerRefused(f'the question offers {offered}; "{said}" is not one of them')
+    raise AnswerRefused(f'the question offers {offered}; "{quoted}" is not one of them')
 
 
 def with_note(answer: str, note: str | None) -> str:

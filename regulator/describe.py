@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from regulator.protocol.obligations import ObligationState
 from regulator.protocol.vocab import TERMINAL_STATUSES
-from regulator.text import visible
+from regulator.text import visible as v
 
 
 def delivery_text(o: ObligationState) -> str:
     if o.deliveries:
         last = o.deliveries[-1]
-        return f"delivered ×{len(o.deliveries)} ({last.channel} {last.at[:16]})"
+        return f"delivered ×{len(o.deliveries)} ({v(last.channel)} {v(last.at[:16])})"
     if o.consumer == "human" and o.status not in TERMINAL_STATUSES:
         return "not delivered"
     return ""
@@ -19,26 +19,26 @@ def delivery_text(o: ObligationState) -> str:
 def describe_obligation(o: ObligationState) -> str:
     """``status consumer severity veto id8  concern  subject  (unit u)  delivered …`` + details.
 
-    Record text (subject, question, rationale) is made visible: no escape sequence it holds
-    reaches the terminal as one.
+    Each field taken from the record is made visible on its own, newlines included, so no
+    escape sequence reaches the terminal and no record text can start a line of its own.
     """
-    return visible(_describe(o), newlines=True)
-
-
-def _describe(o: ObligationState) -> str:
     veto = "veto " if o.blocks and o.status not in TERMINAL_STATUSES else "     "
     line = (
-        f"{o.status:<12} {o.consumer:<5} {o.severity:<8} {veto}{o.id[:8]}  {o.concern}  {o.subject}"
+        f"{v(o.status):<12} {v(o.consumer):<5} {v(o.severity):<8} {veto}{v(o.id[:8])}  "
+        f"{v(o.concern)}  {v(o.subject)}"
     )
     if o.unit is not None:
-        line += f"  (unit {o.unit})"
+        line += f"  (unit {v(o.unit)})"
     delivery = delivery_text(o)
     if delivery:
         line += f"  {delivery}"
     if o.question:
-        line += f"\n      question: {o.question}"
+        line += f"\n      question: {v(o.question)}"
     if o.status == "resolved":
-        line += f"\n      {o.disposition} by {o.closed_by}: {o.rationale}"
+        line += f"\n      {v(f'{o.disposition}')} by {v(f'{o.closed_by}')}: {v(f'{o.rationale}')}"
     elif o.status in TERMINAL_STATUSES:
-        line += f"\n      {o.status} by {o.closed_by} → {(o.successor or '')[:8]}: {o.rationale}"
+        line += (
+            f"\n      {v(o.status)} by {v(f'{o.closed_by}')} → {v((o.successor or '')[:8])}: "
+            f"{v(f'{o.rationale}')}"
+        )
     return line

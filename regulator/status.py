@@ -27,6 +27,7 @@ from regulator.protocol.manifest import InstanceManifest
 from regulator.protocol.obligations import ObligationState
 from regulator.regulatory_log import RegulatoryLog
 from regulator.store import Layout
+from regulator.text import visible
 
 
 def _unit_view(
@@ -121,20 +122,22 @@ def build_status(root: Path, definition: Definition) -> Status:
 
 
 def render_status_text(status: Status) -> str:
+    """The text view. Every value taken from a record or a file is made visible on its own."""
     view = status.view
     inst = view["instance"]
     out: list[str] = []
     manifest = inst.get("manifest")
     if manifest:
         out.append(
-            f"instance {inst['dir']} · initialized {manifest['initializedAt'][:10]} by "
-            f"{manifest['initializedBy']}"
+            f"instance {v(inst['dir'])} · initialized {v(manifest['initializedAt'][:10])} by "
+            f"{v(manifest['initializedBy'])}"
         )
     else:
-        out.append(f"instance {inst['dir']} · {inst.get('manifestProblem')}")
+        out.append(f"instance {v(inst['dir'])} · {v(inst.get('manifestProblem'))}")
     policies = view["definition"]["policies"]
     out.append(
-        "policies: " + ", ".join(f"{k} {p['name']} v{p['version']}" for k, p in policies.items())
+        "policies: "
+        + ", ".join(f"{v(k)} {v(p['name'])} v{v(p['version'])}" for k, p in policies.items())
     )
     states = status.obligations
     open_ = [o for o in states if o.status in ("open", "acknowledged")]
@@ -142,22 +145,22 @@ def render_status_text(status: Status) -> str:
     for unit_view in inst["units"]:
         unit = unit_view["unit"]
         attempts = unit_view.get("attemptRecords", [])
-        last = f" ({attempts[-1]['outcome']})" if attempts else ""
+        last = f" ({v(attempts[-1]['outcome'])})" if attempts else ""
         owed = sorted(
             {o.consumer + ("!" if o.blocks else "") for o in open_ if o.unit == unit.get("unitId")}
         )
         line = (
-            f"  {unit.get('status', '?'):<10} {unit.get('unitId')}  {unit.get('unitType', '')}  "
-            f"attempts {unit.get('attempts', 0)}{last}"
+            f"  {v(unit.get('status', '?')):<10} {v(unit.get('unitId'))}  "
+            f"{v(unit.get('unitType', ''))}  attempts {v(unit.get('attempts', 0))}{last}"
         )
         if owed:
-            line += "  owed " + ",".join(owed)
+            line += "  owed " + v(",".join(owed))
         if unit.get("reason"):
-            line += f"  — {unit['reason']}"
+            line += f"  — {v(unit['reason'])}"
         out.append(line)
     for lease in inst["leases"]:
         held = lease["lease"]
-        out.append(f"  lease {held['unitId']} held by {held['owner']} on {held['branch']}")
+        out.append(f"  lease {v(held['unitId'])} held by {v(held['owner'])} on {v(held['branch'])}")
     out.append(f"obligations: {len(open_)} open of {len(states)}")
     out += [f"  {describe_obligation(o)}".replace("\n", "\n  ") for o in open_]
     interactions = inst["interactions"]
@@ -167,7 +170,13 @@ def render_status_text(status: Status) -> str:
     out.append(f"interactions: {len(interactions)} asked, {unanswered} unanswered")
     out.append(f"unrouted messages: {len(inst['signals'])}")
     for m in inst["signals"]:
-        out.append(f"  {m['kind']}  {m.get('severity', m.get('impact', ''))}  {m['subject']}")
+        level = m.get("severity", m.get("impact", ""))
+        out.append(f"  {v(m['kind'])}  {v(level)}  {v(m['subject'])}")
     out.append(f"problems: {len(inst['problems'])}")
-    out += [f"  {p}" for p in inst["problems"]]
+    out += [f"  {v(p)}" for p in inst["problems"]]
     return "\n".join(out) + "\n"
+
+
+def v(value: Any) -> str:
+    """A value from the read model, as text no terminal acts on."""
+    return visible(str(value))

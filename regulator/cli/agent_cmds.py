@@ -32,7 +32,7 @@ from regulator.session_units import (
     unit_id_for,
 )
 from regulator.store import Layout, find_instance
-from regulator.text import visible
+from regulator.text import inert_json_text, visible
 from regulator.tools import ToolRefused
 
 # `regulator ask` exit statuses beyond 0 (yes, or an answer) and 1 (no, or a refusal).
@@ -101,7 +101,9 @@ def _json_arguments(text: str | None, where: str) -> dict[str, Any]:
 
 
 def _emit(value: Any) -> None:
-    sys.stdout.buffer.write(orjson.dumps(value) + b"\n")
+    # Compact JSON for an agent; a bidi override or zero-width character in a string is
+    # written as an escape, so a person running it from a shell sees it inert.
+    sys.stdout.write(inert_json_text(orjson.dumps(value).decode()) + "\n")
 
 
 def cmd_tool(args: argparse.Namespace) -> int:
@@ -201,7 +203,7 @@ def cmd_session_start(args: argparse.Namespace) -> int:
             made = start_session_unit(layout, defn, key, agent=args.agent, cwd=Path.cwd())
         except SessionUnitError as exc:
             raise CliError(str(exc)) from None
-    print(made.unit_id)
+    print(visible(made.unit_id))
     return 0
 
 
@@ -216,7 +218,7 @@ def cmd_session_end(args: argparse.Namespace) -> int:
             raise CliError(str(exc)) from None
         except UnitNotFound:
             raise CliError(f"no session unit {unit_id}") from None
-    print(f"{unit_id}: {became}")
+    print(visible(f"{unit_id}: {became}"))
     return 0
 
 
@@ -234,17 +236,20 @@ def cmd_agent_install(args: argparse.Namespace) -> int:
     for change in changes:
         name = change.path.relative_to(root).as_posix()
         if not change.changed:
-            print(f"{name}: already set up, unchanged")
+            print(visible(f"{name}: already set up, unchanged"))
         elif args.dry_run:
-            sys.stdout.write(change.diff(root))
+            # The files may already hold anything (a cloned repository's settings).
+            sys.stdout.write(visible(change.diff(root), newlines=True))
         else:
-            print(f"{name}: {'updated' if change.before else 'written'}")
+            print(visible(f"{name}: {'updated' if change.before else 'written'}"))
     if not args.dry_run:
         agent_install.apply(changes)
     if shutil.which(args.command) is None:
         print(
-            f"note: `{args.command}` is not on PATH here; the agent must find it "
-            "(install regulator where the agent runs, or pass --command /path/to/regulator)",
+            visible(
+                f"note: `{args.command}` is not on PATH here; the agent must find it "
+                "(install regulator where the agent runs, or pass --command /path/to/regulator)"
+            ),
             file=sys.stderr,
         )
     return 0

@@ -6,6 +6,7 @@ import argparse
 
 from regulator.cli.context import definition, instance_root, print_json, refusals
 from regulator.cli.main import UsageError
+from regulator.text import visible
 
 
 def cmd_attention(args: argparse.Namespace) -> int:
@@ -30,5 +31,5 @@ def cmd_attention(args: argparse.Namespace) -> int:
         print_json(report.to_json())
     else:
         for line in render_attention(report):
-            print(line)
+            print(visible(line))  # it names people and subjects from the log
     return 0

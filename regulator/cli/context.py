@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,6 +12,7 @@ from typing import Any
 from regulator.cli.main import CliError
 from regulator.policy import Definition, PolicyError, load_definition
 from regulator.store import Layout, StoreError, find_instance
+from regulator.text import inert_json
 
 
 def instance_root(args: argparse.Namespace) -> Path:
@@ -54,4 +54,6 @@ def refusals() -> Iterator[None]:
 
 
 def print_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+    """JSON for machines: the same data, but a bidi override or an escape sequence in a string
+    is written as a ``\\uNNNN`` escape, so even a person paging through it sees it inert."""
+    sys.stdout.write(inert_json(value) + "\n")

@@ -16,7 +16,8 @@ from regulator.text import visible
 
 def _safe(text: str) -> str:
     # Records may hold terminal escapes (ANSI CSI, OSC 52): show them, never let them act.
-    return visible(text, newlines=True)
+    # One line each: a record's newline must not start a line that looks like ours.
+    return visible(text)
 
 
 @contextmanager
@@ -46,7 +47,7 @@ def cmd_remind(args: argparse.Namespace) -> int:
         items = remind_due(Ledger(layout), EffectJournal(layout), layout, policy)
     for item in items:
         word = "reminded" if item.reminder else "delivered"
-        print(f"{word:<9} {_safe(describe_obligation(item.obligation))}")
+        print(f"{word:<9} {describe_obligation(item.obligation)}")
     print(f"{len(items)} delivered")
     return 0
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from regulator.cli.context import definition, instance_root, refusals
 from regulator.cli.main import CliError, UsageError
+from regulator.text import visible
 
 
 def _decide(args: argparse.Namespace, *, accept: bool) -> str:
@@ -56,10 +57,10 @@ def _decide(args: argparse.Namespace, *, accept: bool) -> str:
 
 
 def cmd_accept(args: argparse.Namespace) -> int:
-    print(_decide(args, accept=True))
+    print(visible(_decide(args, accept=True)))
     return 0
 
 
 def cmd_reject(args: argparse.Namespace) -> int:
-    print(_decide(args, accept=False))
+    print(visible(_decide(args, accept=False)))
     return 0

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from regulator.cli.context import definition, instance_root, print_json, refusals
 from regulator.cli.main import CliError
+from regulator.text import visible
 
 
 def cmd_init(args: argparse.Namespace) -> int:
@@ -24,8 +25,12 @@ def cmd_init(args: argparse.Namespace) -> int:
         except (InitError, GitError) as exc:
             raise CliError(str(exc)) from None
     manifest = result.manifest
-    print(f"instance ready at {result.root}/.regulator (initialized by {manifest.initialized_by})")
-    print(f"definition: {manifest.definition.root}")
+    print(
+        visible(
+            f"instance ready at {result.root}/.regulator (initialized by {manifest.initialized_by})"
+        )
+    )
+    print(visible(f"definition: {manifest.definition.root}"))
     print(f"canaries: {result.canaries} value(s) from .env")
     if result.gitignore_commit:
         print(f"committed {result.gitignore_commit[:7]}: .gitignore ignores .regulator/")
@@ -45,9 +50,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     else:
         for check in report.checks:
             mark = "ok     " if check.ok else "PROBLEM"
-            print(f"{mark} {check.name:<17} {check.detail}")
+            # Details and problems quote files, records and policies: shown, never acted on.
+            print(visible(f"{mark} {check.name:<17} {check.detail}"))
             for problem in check.problems:
-                print(f"        {'':<17} {problem}")
+                print(visible(f"        {'':<17} {problem}"))
         print(f"{report.problem_count} problem(s)")
     return 0 if report.problem_count == 0 else 1
 
@@ -79,15 +85,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     started = time.monotonic()
     target = Path(args.dir)
     try:
-        layout = build_demo(target, log=lambda line: print(line, file=sys.stderr))
+        layout = build_demo(target, log=lambda line: print(visible(line), file=sys.stderr))
     except FileExistsError as exc:
         raise CliError(str(exc)) from None
-    print(f"demo instance ready at {layout.root} in {time.monotonic() - started:.1f} s")
-    print(f"look at it: regulator status --instance {layout.root}")
+    print(visible(f"demo instance ready at {layout.root} in {time.monotonic() - started:.1f} s"))
+    print(visible(f"look at it: regulator status --instance {layout.root}"))
     if args.live:
         print("live: a new unit every few seconds; Ctrl-C stops")
         try:
-            run_live(layout, log=lambda line: print(line, flush=True))
+            run_live(layout, log=lambda line: print(visible(line), flush=True))
         except KeyboardInterrupt:
             return 0
     return 0

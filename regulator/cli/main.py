@@ -607,7 +607,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"regulator: {visible(str(exc))}", file=sys.stderr)
         return 2
     except CliError as exc:
-        for line in str(exc).splitlines() or [""]:
+        # Only our own newlines separate lines: a CR or U+2028 quoted from a record does not.
+        for line in str(exc).split("\n"):
             # A refusal may quote record text or what was typed: shown, never acted on.
             print(f"regulator: {visible(line)}", file=sys.stderr)
         return 1

@@ -16,14 +16,15 @@ def memory_line(state: MemoryState) -> str:
     e = state.entry
     where = f" in {e.unit}" if e.unit else ""
     rev = f" @{e.revision[:7]}" if e.revision else ""
-    line = (
+    # Visible line by line: a note's own newline must not start a line that looks like ours.
+    line = visible(
         f"{state.status:<9} {e.id[:8]}  {e.subject}: {e.note}  "
         f"(by {e.recorded_by}{where}{rev}, {e.recorded_at[:10]} → review {e.review_by[:10]})"
     )
     if state.retraction is not None:
         r = state.retraction
-        line += f"\n          retracted by {r.by}: {r.reason}"
-    return visible(line, newlines=True)
+        line += "\n" + visible(f"          retracted by {r.by}: {r.reason}")
+    return line
 
 
 def cmd_memory(args: argparse.Namespace) -> int:

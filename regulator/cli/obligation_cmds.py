@@ -16,6 +16,7 @@ from regulator.protocol.obligations import ObligationState
 from regulator.protocol.policies import InteractionPolicy
 from regulator.protocol.vocab import CONSUMERS, DISPOSITIONS, TERMINAL_STATUSES
 from regulator.store import Layout
+from regulator.text import visible as v
 
 
 @contextmanager
@@ -39,20 +40,18 @@ def _actor(args: argparse.Namespace) -> Actor:
 
 
 def _may_proceed(o: ObligationState) -> str:
-    return (
-        f"; unit {o.unit} may proceed if nothing else is owed on it" if o.unit and o.blocks else ""
-    )
+    if not (o.unit and o.blocks):
+        return ""
+    return f"; unit {v(o.unit)} may proceed if nothing else is owed on it"
 
 
 def _warn_problems(log: object) -> None:
     """A reader's problems go to stderr: the listing is still shown, but not silently partial."""
     import sys
 
-    from regulator.text import visible
-
     problems = getattr(log, "problems", [])
     for problem in problems[:5]:
-        print(f"regulator: {visible(str(problem))}", file=sys.stderr)
+        print(f"regulator: {v(str(problem))}", file=sys.stderr)
     if len(problems) > 5:
         print(
             f"regulator: … {len(problems) - 5} more; `regulator doctor` lists them", file=sys.stderr
@@ -90,17 +89,18 @@ def cmd_obligations(args: argparse.Namespace) -> int:
 
 
 def _event_line(event: object) -> str:
-    kind = getattr(event, "type", "?").removeprefix("obligation-")
-    line = f"  {getattr(event, 'at', '')}  {kind} by {getattr(event, 'by', '?')}"
+    """One event of an obligation's history; every field from the record made visible."""
+    kind = v(str(getattr(event, "type", "?"))).removeprefix("obligation-")
+    line = f"  {v(str(getattr(event, 'at', '')))}  {kind} by {v(str(getattr(event, 'by', '?')))}"
     if getattr(event, "successor", None):
-        line += f" → {event.successor}"  # type: ignore[attr-defined]
+        line += f" → {v(str(event.successor))}"  # type: ignore[attr-defined]
     for field in ("note", "rationale"):
         value = getattr(event, field, None)
         if value:
-            line += f" — {value}"
+            line += f" — {v(str(value))}"
     if kind == "delivered":
         reminder = " (reminder)" if getattr(event, "reminder", False) else ""
-        line += f" via {getattr(event, 'channel', '')}{reminder}"
+        line += f" via {v(str(getattr(event, 'channel', '')))}{reminder}"
     return line
 
 
@@ -120,21 +120,29 @@ def cmd_show(args: argparse.Namespace) -> int:
             }
         )
         return 0
+    # Record text is agents' text: each field is made visible, so no escape sequence acts and
+    # no carriage return or newline can make "a yes authorizes:" read as something else.
     print(describe_obligation(o))
-    print(f"  id {o.id}; opened {o.opened_at} by {o.opened_by}; sources {', '.join(o.sources)}")
+    print(
+        f"  id {v(o.id)}; opened {v(o.opened_at)} by {v(o.opened_by)}; "
+        f"sources {', '.join(v(s) for s in o.sources)}"
+    )
     for m in sources:
-        print(f"  source {m.kind} {m.id[:8]}: {m.subject}")
+        print(f"  source {v(m.kind)} {v(m.id[:8])}: {v(m.subject)}")
     interaction = log.interaction_for(o.id)
     if interaction is not None:
         req = interaction.request
-        print(f"  asked: {req.kind} by {req.raised_by} at {req.raised_at} (via {req.channel})")
+        print(
+            f"  asked: {v(req.kind)} by {v(req.raised_by)} at {v(req.raised_at)} "
+            f"(via {v(req.channel)})"
+        )
         if req.options:
-            print(f"  options: {' | '.join(req.options)}")
+            print(f"  options: {' | '.join(f'{i}. {v(x)}' for i, x in enumerate(req.options, 1))}")
         if req.action:
-            print(f"  a yes authorizes: {req.action}")
+            print(f"  a yes authorizes: {v(req.action)}")
         for a in interaction.answers:
-            said = f": {a.answer}" if a.answer else ""
-            print(f"  {a.at}  {a.outcome} by {a.by} via {a.channel}{said}")
+            said = f": {v(a.answer)}" if a.answer else ""
+            print(f"  {v(a.at)}  {v(a.outcome)} by {v(a.by)} via {v(a.channel)}{said}")
     for event in o.history:
         print(_event_line(event))
     return 0
@@ -153,7 +161,7 @@ def cmd_ack(args: argparse.Namespace) -> int:
     ledger, policy = _context(args)
     with _refused():
         o = dispositions.acknowledge(ledger, policy, args.id, args.by, _actor(args), args.note)
-    print(f"obligation {o.id[:8]} acknowledged by {args.by}: received, not resolved")
+    print(f"obligation {o.id[:8]} acknowledged by {v(args.by)}: received, not resolved")
     return 0
 
 
@@ -175,7 +183,7 @@ def cmd_resolve(args: argparse.Namespace) -> int:
             disposition=args.disposition,
             rationale=args.rationale,
         )
-    print(f"obligation {o.id[:8]} resolved by {args.by} as {args.disposition}{_may_proceed(o)}")
+    print(f"obligation {o.id[:8]} resolved by {v(args.by)} as {args.disposition}{_may_proceed(o)}")
     return 0
 
 
@@ -190,7 +198,7 @@ def cmd_escalate(args: argparse.Namespace) -> int:
             ledger, policy, args.id, args.by, _actor(args), to=args.to, rationale=args.rationale
         )
     print(
-        f"obligation {done.predecessor.id[:8]} escalated by {args.by} to {args.to}: "
+        f"obligation {done.predecessor.id[:8]} escalated by {v(args.by)} to {args.to}: "
         f"successor {done.successor.id[:8]} is now what is owed"
     )
     return 0
@@ -204,10 +212,10 @@ def cmd_answer(args: argparse.Namespace) -> int:
         done = dispositions.answer(
             ledger, policy, args.id, args.by, _actor(args), args.answer, note=args.note
         )
-    line = f"{done.kind} answered by {args.by} ({done.disposition}): {done.answer}"
+    line = f"{done.kind} answered by {v(args.by)} ({done.disposition}): {v(done.answer)}"
     if done.obligation.unit:
         line += (
-            f"; unit {done.obligation.unit} may proceed if nothing else is owed on it, "
+            f"; unit {v(done.obligation.unit)} may proceed if nothing else is owed on it, "
             "and the next attempt carries the answer"
         )
     print(line)
@@ -224,9 +232,9 @@ def cmd_route(args: argparse.Namespace) -> int:
     for o in result.routing.opened:
         print(f"opened  {describe_obligation(o)}")
     for noted in result.routing.noted:
-        print(f"noted   {noted.message.kind}  {noted.message.subject}: {noted.reason}")
+        print(f"noted   {v(noted.message.kind)}  {v(noted.message.subject)}: {v(noted.reason)}")
     for problem in result.routing.problems:  # a floor that ran out of time, applied anyway
-        print(f"regulator: {problem}", file=sys.stderr)
+        print(f"regulator: {v(problem)}", file=sys.stderr)
     print(
         f"{len(result.routing.opened)} obligation(s) opened, "
         f"{len(result.routing.noted)} message(s) noted, "

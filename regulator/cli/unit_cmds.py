@@ -88,7 +88,7 @@ def _decision_lines(d: Any) -> list[str]:
 def _finish(loop: Any, outcome: Any, *, show_hint: bool = False) -> int:
     unit_id = outcome.unit.unit_id if outcome.unit is not None else "?"
     if outcome.status == "closed":
-        print(f"unit {unit_id} closed: reintegrated as {(outcome.merged or '')[:7]}")
+        print(visible(f"unit {unit_id} closed: reintegrated as {(outcome.merged or '')[:7]}"))
         return 0
     if outcome.status == "refused":
         for problem in outcome.problems:
@@ -100,14 +100,14 @@ def _finish(loop: Any, outcome: Any, *, show_hint: bool = False) -> int:
     for o in loop.owed(unit_id):
         print(f"  owed: {describe_obligation(o)}")
     if show_hint:
-        print(f"see `regulator unit show {unit_id}`")
+        print(visible(f"see `regulator unit show {unit_id}`"))
     return 1
 
 
 def cmd_drive(args: argparse.Namespace) -> int:
     contract = _contract(args.contract)
     loop = _loop(args)
-    print(f"driving unit {contract.unit_id} ({contract.id} v{contract.version})")
+    print(visible(f"driving unit {contract.unit_id} ({contract.id} v{contract.version})"))
     with _refused():
         driven = loop.drive(contract)
     for d in driven.decisions:
@@ -119,7 +119,7 @@ def cmd_drive(args: argparse.Namespace) -> int:
 def cmd_dispatch(args: argparse.Namespace) -> int:
     contract = _contract(args.contract)
     loop = _loop(args)
-    print(f"dispatching unit {contract.unit_id} ({contract.id} v{contract.version})")
+    print(visible(f"dispatching unit {contract.unit_id} ({contract.id} v{contract.version})"))
     with _refused():
         outcome = loop.dispatch(contract)
     return _finish(loop, outcome, show_hint=True)
@@ -130,7 +130,7 @@ def cmd_route(args: argparse.Namespace) -> int:
     with _refused():
         unit = loop.store.unit(args.id)
         if unit.status != "blocked":
-            print(f"unit {unit.unit_id} is {unit.status}, not blocked; nothing to route")
+            print(visible(f"unit {unit.unit_id} is {unit.status}, not blocked; nothing to route"))
             return 0
         waiting = loop.awaiting_decision(args.id)
         if waiting is not None:
@@ -141,7 +141,12 @@ def cmd_route(args: argparse.Namespace) -> int:
             return 0
         decision = loop.route(args.id)
     if decision is None:
-        print(f"unit {args.id} is paused on a question a person has not answered; nothing to route")
+        print(
+            visible(
+                f"unit {args.id} is paused on a question a person has not answered; "
+                "nothing to route"
+            )
+        )
     else:
         for line in _decision_lines(decision):
             print(visible(line))
@@ -184,8 +189,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         if ledger is not None:
             models = ", ".join(ledger.models) or "no model"
             print(
-                f"    budget {summary(ledger)}; models {models}; "
-                f"{len(ledger.compactions)} compaction(s)"
+                visible(
+                    f"    budget {summary(ledger)}; models {models}; "
+                    f"{len(ledger.compactions)} compaction(s)"
+                )
             )
     for d in loop.store.decisions(unit.unit_id):
         for line in _decision_lines(d):
@@ -218,7 +225,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     for lease in leases:
         state = "live   " if store.is_live(lease) else "expired"
         until = datetime.fromtimestamp(lease.expires_at / 1000, UTC).isoformat(timespec="seconds")
-        print(f"{state} {lease.unit_id}  {lease.owner}  {lease.branch}  until {until}")
+        print(visible(f"{state} {lease.unit_id}  {lease.owner}  {lease.branch}  until {until}"))
     return 0
 
 
@@ -239,8 +246,10 @@ def cmd_accept(args: argparse.Namespace) -> int:
             note=args.note,
         )
     print(
-        f"unit {args.id}: {args.criterion} {acceptance.disposition} by {args.by} at revision "
-        f"{acceptance.revision[:7]}; run `regulator unit close {args.id}` to re-audit"
+        visible(
+            f"unit {args.id}: {args.criterion} {acceptance.disposition} by {args.by} at "
+            f"revision {acceptance.revision[:7]}; run `regulator unit close {args.id}` to re-audit"
+        )
     )
     return 0
 
@@ -253,7 +262,7 @@ def cmd_evidence(args: argparse.Namespace) -> int:
         loop.store.unit(args.id)
     audit = loop.audit.audit_for(args.id)
     if not (audit.evidence or audit.verdicts or audit.acceptances):
-        print(f"no audit entries for unit {args.id}")
+        print(visible(f"no audit entries for unit {args.id}"))
         return 0
     for e in audit.evidence:
         first = e.observation.splitlines()[0] if e.observation else ""
