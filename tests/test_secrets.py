@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -75,7 +74,6 @@ def test_any_canary_nested_in_another_leaves_only_the_surrounding_text(
 # --- status over an instance full of secrets ------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="status does not redact yet")
 def test_canaries_and_credentials_never_appear_in_status_text_or_json(
     repo: Path,
 ) -> None:

@@ -59,16 +59,21 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from regulator.redaction import Redactor
     from regulator.status import build_status, render_status_text
+    from regulator.store import Layout
 
     root = instance_root(args)
     defn = definition(args, root)
     with refusals():
         status = build_status(root, defn)
+        # Canaries and credential-shaped strings an agent wrote never reach the output.
+        redactor = Redactor.for_layout(Layout(root))
     if args.json:
-        print_json(status.view)
+        print_json(redactor.redact_json(status.view))
     else:
-        print(render_status_text(status), end="")
+        text = render_status_text(status)
+        print("".join(map(redactor.redact, text.splitlines(keepends=True))), end="")
     # The view is still shown, but a refused policy is a refusal: say so and exit 1.
     refused = status.view["definition"]["problems"]
     if refused:
