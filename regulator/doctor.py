@@ -1,11 +1,15 @@
 """``regulator doctor``: is this instance sound enough to run?
 
-Each check says ok or names its problems; any problem makes the command exit 1. The checks
-read and never write.
+Each check says ok, or names its problems and its notices. A problem is something wrong with
+the instance or its definition (a file that does not load, a symlink under ``.regulator/``, a
+veto holding every unit) and makes the command exit 1. A notice is a normal state worth
+knowing (an obligation owed to a person that the next ``remind`` will deliver, a policy that is
+a symlink) and does not. The checks read and never write.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from dataclasses import dataclass, field
@@ -13,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from regulator import gitops
+from regulator.instance import read_canaries
 from regulator.logs import instance_logs, instance_records, read_log, read_record
 from regulator.policy import POLICY_KINDS, Definition, PolicyError
-from regulator.policy.loader import display_path
+from regulator.policy.loader import display_path, shipped_policies_dir, symlink_note
 from regulator.protocol.manifest import InstanceManifest
 from regulator.regulatory_log import RegulatoryLog
 from regulator.store import Layout, StoreError
@@ -24,9 +29,17 @@ from regulator.store import Layout, StoreError
 @dataclass
 class Check:
     name: str
-    ok: bool
+    ok: bool  # no problem (notices allowed)
     detail: str
     problems: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+
+    @property
+    def level(self) -> str:
+        """``problem``, ``notice`` or ``ok``: the worst of what the check found."""
+        if not self.ok:
+            return "problem"
+        return "notice" if self.notices else "ok"
 
 
 @dataclass
@@ -37,10 +50,27 @@ class DoctorReport:
     def problem_count(self) -> int:
         return sum(max(1, len(c.problems)) for c in self.checks if not c.ok)
 
+    @property
+    def notice_count(self) -> int:
+        return sum(len(c.notices) for c in self.checks)
+
     def to_json(self) -> dict[str, Any]:
+        """``{"checks": [{name, level, ok, detail, problems, notices}], "problems": N,
+        "notices": N}``; the command exits 1 exactly when ``problems`` is not 0."""
         return {
-            "checks": [c.__dict__ for c in self.checks],
+            "checks": [
+                {
+                    "name": c.name,
+                    "level": c.level,
+                    "ok": c.ok,
+                    "detail": c.detail,
+                    "problems": c.problems,
+                    "notices": c.notices,
+                }
+                for c in self.checks
+            ],
             "problems": self.problem_count,
+            "notices": self.notice_count,
         }
 
 
@@ -85,19 +115,71 @@ def _policies(definition: Definition) -> list[Check]:
             checks.append(Check(f"policy {kind}", False, f"{where} is refused", problems))
         else:
             policy: Any = getattr(definition, kind)
-            checks.append(Check(f"policy {kind}", True, f"{policy.label} from {where}"))
+            link = symlink_note(source)
+            notices = [link] if link else []
+            checks.append(
+                Check(f"policy {kind}", True, f"{policy.label} from {where}", [], notices)
+            )
     return checks
+
+
+def _workload(definition: Definition) -> Check:
+    from regulator.workload import load_workload, workload_path
+
+    path = workload_path(definition)
+    try:
+        workload = load_workload(definition)
+    except PolicyError as exc:
+        return Check("workload", False, f"{display_path(path)} is refused", exc.problems)
+    link = symlink_note(path)
+    where = display_path(path) + (" (shipped)" if path.parent == shipped_policies_dir() else "")
+    return Check("workload", True, f"{workload.label} from {where}", [], [link] if link else [])
+
+
+def _files(layout: Layout) -> Check:
+    misplaced = layout.misplaced()
+    if misplaced:
+        return Check(
+            "files",
+            False,
+            f"{len(misplaced)} entr{'y' if len(misplaced) == 1 else 'ies'} under .regulator/ "
+            "the store refuses",
+            misplaced,
+        )
+    return Check("files", True, "no symlink, FIFO or misplaced directory under .regulator/")
+
+
+def _canaries(layout: Layout) -> Check:
+    if not os.path.lexists(layout.canaries):
+        return Check(
+            "canaries",
+            True,
+            "no canaries file",
+            [],
+            [".regulator/canaries is missing: secrets are redacted by shape only, not by value"],
+        )
+    try:
+        values = read_canaries(layout)
+    except StoreError as exc:
+        return Check("canaries", False, "the canaries cannot be read", [str(exc)])
+    return Check("canaries", True, f"{len(values)} value(s) redacted wherever text is shown")
 
 
 def _logs(layout: Layout, log: RegulatoryLog) -> Check:
     problems = [str(p) for p in log.problems]
     count = 1
-    for spec in instance_logs(layout):
-        if spec.path.exists():
+    try:
+        logs = instance_logs(layout)
+        records = instance_records(layout)
+    except StoreError as exc:  # units/ or leases/ refused: the rest is still checked
+        problems.append(str(exc))
+        logs, records = [], []
+    for spec in logs:
+        if os.path.lexists(spec.path):
             count += 1
             _, found = read_log(layout, spec)
             problems += [str(p) for p in found]
-    for path, model in instance_records(layout):
+    for path, model in records:
         _, problem = read_record(layout, path, model)
         if problem is not None:
             problems.append(problem)
@@ -117,19 +199,31 @@ def _obligations(log: RegulatoryLog) -> Check:
     problems = [
         f"{o.id[:8]} holds every unit: {o.subject} (owed to {o.consumer})" for o in instance_wide
     ]
-    problems += [
-        f"{o.id[:8]} owed to a person was never delivered: {o.subject}" for o in undelivered
+    # Normal until the next delivery tick (`remind`, `watch`, the loop): worth knowing only.
+    notices = [
+        f"{o.id[:8]} owed to a person is not delivered yet (the next `regulator remind` "
+        f"delivers it): {o.subject}"
+        for o in undelivered
     ]
-    return Check("obligations", not problems, detail, problems)
+    return Check("obligations", not problems, detail, problems, notices)
 
 
 def run_doctor(root: Path, definition: Definition) -> DoctorReport:
     layout = Layout(root)
-    checks = [_python(), _git(root), _manifest(layout), *_policies(definition)]
+    checks = [
+        _python(),
+        _git(root),
+        _manifest(layout),
+        _files(layout),
+        _canaries(layout),
+        *_policies(definition),
+        _workload(definition),
+    ]
     try:
         log = RegulatoryLog(layout)
         log.refresh()
-        checks += [_logs(layout, log), _obligations(log)]
+        checks.append(_logs(layout, log))
+        checks.append(_obligations(log))
     except StoreError as exc:  # e.g. a symlinked directory under .regulator/
         checks.append(Check("logs", False, "the instance's files cannot be read", [str(exc)]))
     return DoctorReport(checks)

@@ -17,7 +17,14 @@ from regulator.authority import process_os_user
 from regulator.clock import Clock, now_iso, system_clock
 from regulator.policy import PolicyError, load_definition, shipped_policies_dir
 from regulator.protocol.manifest import InstanceManifest
-from regulator.store import Layout, create_json_exclusive, read_json
+from regulator.store import (
+    Layout,
+    NotUnderInstance,
+    RecordNotFound,
+    create_json_exclusive,
+    read_json,
+    read_text,
+)
 from regulator.store.records import write_text_atomic
 
 # A variable whose name ends in TOKEN, SECRET, KEY or PASSWORD, with a value of 8 or more
@@ -90,6 +97,9 @@ def init_instance(
         raise PolicyError(problems)
 
     gitignore = root / ".gitignore"
+    if gitignore.exists() and not gitignore.is_file():
+        # A FIFO would block the read below, and a directory cannot take the line.
+        raise InitError(f"{gitignore}: is not a regular file; init adds .regulator/ to it")
     ignore_text = gitignore.read_text(encoding="utf-8") if gitignore.exists() else ""
     needs_ignore = not any(
         line.strip() in {".regulator", ".regulator/", "/.regulator", "/.regulator/"}
@@ -122,6 +132,9 @@ def init_instance(
     )
 
     env_file = root / ".env"
+    if (env_file.exists() or env_file.is_symlink()) and not env_file.is_file():
+        # Its values become the canaries: unreadable must not read as "no secrets".
+        raise InitError(f"{env_file}: is not a regular file; init reads its secrets as canaries")
     canaries = (
         canaries_from_env_file(env_file.read_text(encoding="utf-8", errors="replace"))
         if env_file.is_file()
@@ -152,8 +165,13 @@ def init_instance(
 
 
 def read_canaries(layout: Layout) -> list[str]:
+    """The instance's canary values; none when the file is missing.
+
+    Read through the store, so a symlink or a FIFO planted as ``canaries`` is refused
+    (:class:`StoreError`) rather than followed, blocked on, or taken as "no secrets".
+    """
     try:
-        text = layout.canaries.read_text(encoding="utf-8")
-    except OSError:
+        text = read_text(layout.canaries)
+    except (RecordNotFound, NotUnderInstance):
         return []
     return [line for line in text.splitlines() if line]

@@ -26,7 +26,7 @@ from regulator.protocol.execution import (
 from regulator.protocol.manifest import InstanceManifest
 from regulator.protocol.obligations import ObligationState
 from regulator.regulatory_log import RegulatoryLog
-from regulator.store import Layout
+from regulator.store import Layout, StoreError, list_dir
 from regulator.text import visible
 
 
@@ -86,7 +86,8 @@ def build_status(root: Path, definition: Definition) -> Status:
                 "file": str(definition.source(kind)),
             }
         except PolicyError as exc:
-            policy_problems += exc.problems
+            # A definition refused as a whole (policies/ a FIFO) is refused once, not per kind.
+            policy_problems += [p for p in exc.problems if p not in policy_problems]
     log = RegulatoryLog(layout)
     log.refresh()
     instance: dict[str, Any] = {"dir": str(root)}
@@ -95,10 +96,17 @@ def build_status(root: Path, definition: Definition) -> Status:
         instance["manifest"] = manifest.to_json_dict()
     else:
         instance["manifestProblem"] = problem
+    # Symlinks, FIFOs, misplaced directories: listings skip them, so name them here.
+    problems += layout.misplaced()
     instance["units"] = [_unit_view(layout, u, log, problems) for u in layout.list_units()]
     leases = []
-    if layout.leases_dir.is_dir():
-        for path in sorted(layout.leases_dir.glob("*.json")):
+    try:  # list_dir, not glob: a symlinked leases/ is refused, not followed
+        names = list_dir(layout.leases_dir, kind="file")
+    except StoreError:
+        names = []  # named by misplaced() above
+    for name in names:
+        if name.endswith(".json"):
+            path = layout.leases_dir / name
             lease, problem = read_record(layout, path, Lease)
             if lease is not None:
                 leases.append({"lease": lease.to_json_dict()})

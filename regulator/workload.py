@@ -7,6 +7,7 @@ workload name or version is not the one in force, or whose unit type the workloa
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -81,7 +82,9 @@ def workload_path(definition: Definition) -> Path:
     if definition.root is not None:
         for name in ("workload.yaml", "workload.yml", "workload.json"):
             candidate = definition.root / name
-            if candidate.is_file():
+            # lexists, not is_file: a FIFO or a directory here is refused by name when loaded,
+            # not passed over for the shipped workload.
+            if os.path.lexists(candidate):
                 return candidate
     return shipped_policies_dir() / "workload.yaml"
 

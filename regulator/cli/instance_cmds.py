@@ -48,13 +48,19 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     if args.json:
         print_json(report.to_json())
     else:
+        marks = {"ok": "ok     ", "notice": "notice ", "problem": "PROBLEM"}
         for check in report.checks:
-            mark = "ok     " if check.ok else "PROBLEM"
             # Details and problems quote files, records and policies: shown, never acted on.
-            print(visible(f"{mark} {check.name:<17} {check.detail}"))
+            print(visible(f"{marks[check.level]} {check.name:<17} {check.detail}"))
             for problem in check.problems:
                 print(visible(f"        {'':<17} {problem}"))
-        print(f"{report.problem_count} problem(s)")
+            # Beside a problem, a notice says it is one; alone, the mark already does.
+            prefix = "notice: " if check.problems else ""
+            for notice in check.notices:
+                print(visible(f"        {'':<17} {prefix}{notice}"))
+        notices = f", {report.notice_count} notice(s)" if report.notice_count else ""
+        print(f"{report.problem_count} problem(s){notices}")
+    # Notices are normal states (owed, not yet delivered): only a problem fails the check.
     return 0 if report.problem_count == 0 else 1
 
 

@@ -617,6 +617,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except Exception as exc:
+        # A store or policy refusal that a command did not turn into its own (a symlinked
+        # leases/, a FIFO for a policy): one line naming the path, never a traceback.
+        from regulator.policy import PolicyError
+        from regulator.store import StoreError
+
+        if not isinstance(exc, StoreError | PolicyError):
+            raise
+        for line in str(exc).split("\n"):
+            print(f"regulator: {visible(line)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -27,6 +28,7 @@ from regulator.protocol.policies import (
     RecoveryPolicy,
     RoutingPolicy,
 )
+from regulator.store._fs import kind_of
 
 POLICY_KINDS: dict[str, type[BaseModel]] = {
     "routing": RoutingPolicy,
@@ -83,12 +85,75 @@ def _inside_cwd(path: Path) -> bool:
 
 
 def _find_in(directory: Path, kind: str) -> list[Path]:
+    # Whatever sits at a policy's name counts as that policy, a FIFO, a directory or a dangling
+    # symlink too: loading it then refuses it by name, instead of falling back to the shipped
+    # policy (and its people) as if the file were not there.
     return [
         directory / f"{stem}{suffix}"
         for stem in _STEMS[kind]
         for suffix in _SUFFIXES
-        if (directory / f"{stem}{suffix}").is_file()
+        if os.path.lexists(directory / f"{stem}{suffix}")
     ]
+
+
+def check_directory(path: Path, what: str) -> None:
+    """Refuse anything but a directory (or nothing) at ``path``: never a silent fallback."""
+    if os.path.lexists(path) and not path.is_dir():
+        raise PolicyError([f"{display_path(path)}: {_not_a(path, 'directory')}; {what}"])
+
+
+def _not_a(path: Path, wanted: str) -> str:
+    try:
+        mode = path.lstat().st_mode
+    except OSError as exc:
+        return f"cannot be read: {exc.strerror or exc}"
+    if stat.S_ISLNK(mode):
+        try:
+            target = path.stat().st_mode
+        except OSError:
+            return f"is a symlink to nothing (to {path.readlink()})"
+        return f"is a symlink to {kind_of(target)}, not a {wanted}"
+    return f"is {kind_of(mode)}, not a {wanted}"
+
+
+def read_definition_text(path: Path) -> str:
+    """A definition file's text, refusing what is not a regular file without blocking on it.
+
+    A symlink to a regular file is followed: the definition lives above ``.regulator/`` and is
+    its author's to arrange (``doctor`` notes where it points). A FIFO is opened non-blocking
+    and refused, never waited on.
+    """
+    shown = display_path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise PolicyError([f"{shown}: {_not_a(path, 'regular file')}"]) from None
+    except OSError as exc:
+        raise PolicyError([f"{shown}: cannot read: {exc.strerror or exc}"]) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise PolicyError([f"{shown}: {_not_a(path, 'regular file')}"])
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+    except OSError as exc:
+        raise PolicyError([f"{shown}: cannot read: {exc.strerror or exc}"]) from None
+    finally:
+        os.close(fd)
+    try:
+        return b"".join(chunks).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PolicyError([f"{shown}: invalid UTF-8 at byte {exc.start + 1}"]) from None
+
+
+def symlink_note(path: Path) -> str | None:
+    """``"is a symlink to TARGET"`` when a definition file is one, for ``doctor``'s notices."""
+    try:
+        if not path.is_symlink():
+            return None
+        return f"{display_path(path)} is a symlink to {path.resolve()}"
+    except (OSError, RuntimeError):
+        return None
 
 
 def _line_of(text: str, loc: tuple[int | str, ...]) -> int | None:
@@ -119,10 +184,7 @@ def _line_of(text: str, loc: tuple[int | str, ...]) -> int | None:
 def load_policy_file(kind: str, path: Path, model: type[M]) -> M:
     """Load and validate one policy file; every problem is raised at once in a PolicyError."""
     shown = display_path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PolicyError([f"{shown}: cannot read: {exc}"]) from None
+    text = read_definition_text(path)
     try:
         data = json.loads(text) if path.suffix == ".json" else yaml.load(text, Loader=_Loader)
     except json.JSONDecodeError as exc:
@@ -161,7 +223,10 @@ class Definition:
 
     def source(self, kind: str) -> Path:
         """The file the policy of ``kind`` is read from (refusing an ambiguous definition)."""
-        found = _find_in(self.policies_dir, kind) if self.root is not None else []
+        found: list[Path] = []
+        if self.root is not None:
+            check_directory(self.policies_dir, "a definition's policies/ is a directory")
+            found = _find_in(self.policies_dir, kind)
         if len(found) > 1:
             names = ", ".join(display_path(p) for p in found)
             raise PolicyError([f"{names}: more than one file defines the {kind} policy"])
@@ -217,6 +282,9 @@ def load_definition(instance_root: Path | None, override: Path | None = None) ->
         if not override.is_dir():
             raise PolicyError([f"{display_path(override)}: --definition is not a directory"])
         return Definition(override.resolve())
-    if instance_root is not None and (instance_root / "regulator" / "policies").is_dir():
-        return Definition((instance_root / "regulator").resolve())
+    if instance_root is not None:
+        policies = instance_root / "regulator" / "policies"
+        check_directory(policies, "the repository's definition keeps its policies there")
+        if policies.is_dir():
+            return Definition((instance_root / "regulator").resolve())
     return Definition(None)

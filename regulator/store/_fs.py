@@ -103,8 +103,33 @@ def _open_dir_at(fd: int, component: str, split: SplitPath, index: int) -> int:
         if error.errno in (errno.ENOTDIR, errno.ELOOP) and _is_symlink_at(fd, component):
             raise SymlinkRefused(split.prefix(index + 1)) from None
         if error.errno == errno.ENOTDIR:
-            raise StoreError(f"{split.prefix(index + 1)}: not a directory", split.path) from None
+            try:
+                what = f"is {kind_of(os.lstat(component, dir_fd=fd).st_mode)}, not a directory"
+            except OSError:
+                what = "not a directory"
+            raise StoreError(f"{split.prefix(index + 1)}: {what}", split.path) from None
         raise
+
+
+def kind_of(mode: int) -> str:
+    """What a file of ``mode`` is, for a message: "a directory", "a FIFO", "a symlink"…"""
+    for test, name in (
+        (stat.S_ISREG, "a regular file"),
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISLNK, "a symlink"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def not_regular(path: Path, mode: int) -> StoreError:
+    """The refusal for a directory, FIFO, socket or device where a file belongs."""
+    return StoreError(f"{path}: is {kind_of(mode)}, not a regular file", path)
 
 
 def open_at(dir_fd: int, name: str, flags: int, path: Path, mode: int = 0o666) -> int:
@@ -114,13 +139,18 @@ def open_at(dir_fd: int, name: str, flags: int, path: Path, mode: int = 0o666) -
     except OSError as error:
         if error.errno == errno.ELOOP:
             raise SymlinkRefused(path) from None
-        if error.errno == errno.ENXIO:  # a FIFO with no reader, opened for writing
-            raise StoreError(f"{path}: not a regular file", path) from None
+        if error.errno in (errno.ENXIO, errno.EISDIR):
+            # ENXIO: a FIFO with no reader, opened for writing; EISDIR: a directory for writing.
+            try:
+                found = os.lstat(name, dir_fd=dir_fd).st_mode
+            except OSError:
+                raise error from None
+            raise not_regular(path, found) from None
         raise
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise StoreError(f"{path}: not a regular file", path)
+            raise not_regular(path, st.st_mode)
     except BaseException:
         os.close(fd)
         raise

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-from regulator.store._fs import STATE_DIR_NAME
+from regulator.store._fs import STATE_DIR_NAME, kind_of
 from regulator.store.errors import InvalidPathComponent, InvalidUnitId
 from regulator.store.records import list_dir
 
@@ -23,6 +24,12 @@ OUTBOX_ENV = "REGULATOR_OUTBOX"
 _CONTRACT_NAME = re.compile(r"contract\.v([1-9][0-9]*)\.json")
 _REPORT_NAME = re.compile(r"report\.v([1-9][0-9]*)\.a([1-9][0-9]*)\.json")
 _BUDGET_NAME = re.compile(r"budget\.a([1-9][0-9]*)\.json")
+# Names that are files wherever they appear under .regulator/, and the top-level directories.
+_FILE_SUFFIXES = (".json", ".ndjson", ".cursor", ".db", ".fold")
+_FILE_NAMES = frozenset({"canaries", "outbox"})
+_DIR_NAMES = frozenset({"units", "leases", "presence", "worktrees", "cache"})
+# The most entries one scan looks at: a scan is a check, not a way to hang on a huge tree.
+_SCAN_LIMIT = 100_000
 
 
 def is_valid_unit_id(unit_id: object) -> bool:
@@ -252,6 +259,64 @@ class Layout:
             for name in list_dir(self.unit_dir(unit_id), kind="file")
             if (match := _BUDGET_NAME.fullmatch(name))
         )
+
+    def misplaced(self) -> list[str]:
+        """Every entry under ``.regulator/`` that the store would refuse, one line each.
+
+        A symlink anywhere, a FIFO, socket or device, a directory where a file belongs (any
+        ``*.json``, ``*.ndjson``, ``canaries``…) and a file where a directory belongs. Readers
+        skip or refuse such entries one at a time; this names them all, for ``doctor`` and
+        ``status``, so that nothing (a symlinked unit directory) disappears silently. Reads
+        entries' own metadata only: nothing is opened or followed. A git worktree's own
+        content is left alone.
+        """
+        try:
+            top = os.lstat(self.state)
+        except FileNotFoundError:
+            return []
+        except OSError as error:
+            return [f"{STATE_DIR_NAME}: cannot be read: {error.strerror or error}"]
+        if stat.S_ISLNK(top.st_mode):
+            return [f"{STATE_DIR_NAME}: is a symlink; refusing to follow it"]
+        if not stat.S_ISDIR(top.st_mode):
+            return [f"{STATE_DIR_NAME}: is {kind_of(top.st_mode)}, not a directory"]
+        found: list[str] = []
+        budget = [_SCAN_LIMIT]
+        self._scan(self.state, STATE_DIR_NAME, 0, found, budget)
+        return found
+
+    def _scan(
+        self, directory: Path, label: str, depth: int, found: list[str], budget: list[int]
+    ) -> None:
+        try:
+            entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
+        except OSError as error:
+            found.append(f"{label}: cannot be listed: {error.strerror or error}")
+            return
+        for entry in entries:
+            budget[0] -= 1
+            if budget[0] < 0:
+                found.append(f"{label}: more than {_SCAN_LIMIT} entries; the scan stopped here")
+                return
+            name = entry.name
+            where = f"{label}/{name}"
+            try:
+                mode = entry.stat(follow_symlinks=False).st_mode
+            except OSError:
+                continue  # removed while scanning
+            if stat.S_ISLNK(mode):
+                found.append(f"{where}: is a symlink; refusing to follow it under .regulator/")
+            elif stat.S_ISDIR(mode):
+                if name.endswith(_FILE_SUFFIXES) or (depth == 0 and name in _FILE_NAMES):
+                    found.append(f"{where}: is a directory where a file belongs")
+                elif not (depth == 1 and label.endswith("/worktrees")):
+                    self._scan(Path(entry.path), where, depth + 1, found, budget)
+            elif not stat.S_ISREG(mode):
+                found.append(f"{where}: is {kind_of(mode)}, not a regular file")
+            elif depth == 0 and name in _DIR_NAMES:
+                found.append(f"{where}: is a regular file where a directory belongs")
+            elif depth == 1 and label.endswith("/units"):
+                found.append(f"{where}: is a regular file where a unit's directory belongs")
 
     def list_presence(self) -> list[Path]:
         """Every ``presence/*.json`` file."""
