@@ -103,9 +103,7 @@ def describe_call(tool: str, tool_input: dict[str, Any]) -> str:
     return tool
 
 
-def classify(
-    rules: AgentRules, tool: str, tool_input: dict[str, Any], repository: Path
-) -> Verdict:
+def classify(rules: AgentRules, tool: str, tool_input: dict[str, Any], repository: Path) -> Verdict:
     if tool in rules.read_only:
         return Verdict(read_only=True)
     for rule in rules.consent:

@@ -30,8 +30,10 @@ async def main(config_path: str, plan_path: str, out_path: str) -> None:
         for step in plan:
             progress: list[float] = []
 
-            async def on_progress(p: float, total: float | None, message: str | None) -> None:
-                progress.append(p)
+            async def on_progress(
+                p: float, total: float | None, message: str | None, seen: list[float] = progress
+            ) -> None:
+                seen.append(p)
 
             result = await session.call_tool(
                 step["tool"], step.get("arguments", {}), progress_callback=on_progress
