@@ -457,17 +457,13 @@ def test_identity_decisions_refuse_a_person_without_act_as_s5(instance: Path, ac
 def test_a_second_definition_is_recorded_beside_the_act_it_allowed(
     instance: Path, tmp_path: Path
 ) -> None:
-    """A definition brought with --definition can list its own people: the act names it."""
+    """A definition brought with --definition (same people, other policies): the act names it."""
     mine = tmp_path / "mine"
     (mine / "policies").mkdir(parents=True)
-    (mine / "policies" / "interaction.yaml").write_text(
-        interaction_policy(
-            bob="{ name: bob, resolveUpTo: critical, acceptRisk: true, actAsS5: true }"
-        )
-    )
-    oid = open_s5(instance)
+    (mine / "policies" / "interaction.yaml").write_text(SHIPPED_INTERACTION)
+    oid = open_one(instance, severity="advisory")
     done = run_cli(
-        "obligation", "resolve", oid, "--by", "bob", "--disposition", "accepted",
+        "obligation", "resolve", oid, "--by", "alice", "--disposition", "accepted",
         "--rationale", "r", "--definition", str(mine), cwd=instance,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -541,3 +537,61 @@ def test_an_ack_line_after_a_resolution_reopens_nothing_in_a_fold_restored_from_
     for how, oid in closed.items():
         assert log.obligations[oid].status == how
         assert log.obligations[oid].acknowledged_by == ["bob"]
+
+
+# --- a second definition --------------------------------------------------------------------
+
+
+def bobs_own_definition(root: Path) -> Path:
+    """A definition directory of bob's making, in which bob may act as S5."""
+    mine = root.parent / "bobs-definition"
+    (mine / "policies").mkdir(parents=True)
+    (mine / "policies" / "interaction.yaml").write_text(
+        SHIPPED_INTERACTION.replace(BOB, BOB.replace("actAsS5: false", "actAsS5: true"))
+    )
+    return mine
+
+
+def test_a_second_definition_cannot_grant_a_person_what_the_instance_does_not(
+    instance: Path,
+) -> None:
+    oid = open_s5(instance)
+    mine = str(bobs_own_definition(instance))
+    for args in (
+        (
+            "obligation",
+            "resolve",
+            oid[:8],
+            "--by",
+            "bob",
+            "--disposition",
+            "accepted",
+            "--rationale",
+            "mine now",
+        ),
+        ("obligation", "escalate", oid[:8], "--by", "bob", "--to", "human", "--rationale", "x"),
+        ("identity", "reject", oid[:8], "--by", "bob", "--rationale", "no"),
+    ):
+        line = refused(instance, *args, "--definition", mine)
+        assert "lists other people than the instance's own" in line
+    assert status(instance, oid)["status"] == "open"
+
+
+def test_a_second_definition_with_the_same_people_may_change_other_policies(
+    instance: Path,
+) -> None:
+    oid = open_one(instance, severity="advisory")
+    other = instance.parent / "other-definition"
+    (other / "policies").mkdir(parents=True)
+    (other / "policies" / "interaction.yaml").write_text(SHIPPED_INTERACTION)
+    done = run_cli(
+        "obligation", "ack", oid[:8], "--by", "alice", "--definition", str(other), cwd=instance
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_room_refuses_a_definition_that_brings_other_people(instance: Path) -> None:
+    mine = str(bobs_own_definition(instance))
+    done = run_cli("room", str(instance), "--as", "bob", "--definition", mine, cwd=instance)
+    assert done.returncode == 1
+    assert "lists other people than the instance's own" in done.stderr

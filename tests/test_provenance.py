@@ -91,10 +91,11 @@ def test_provenance_records_the_definition_a_command_ran_under(
     oid = open_one(instance)
     assert run_cli("obligation", "ack", oid, "--by", "bob", cwd=instance).returncode == 0
     assert last_provenance(instance)["definition"] == str(own.resolve())
-    brought = definition_with(tmp_path / "elsewhere", "{ name: zed, resolveUpTo: critical, "
-                              "acceptRisk: true, actAsS5: true }")  # fmt: skip
+    # The same people (a second definition may not bring others), other policies.
+    brought = definition_with(tmp_path / "elsewhere", "{ name: dana, resolveUpTo: info, "
+                              "acceptRisk: false, actAsS5: false }")  # fmt: skip
     done = run_cli(
-        "obligation", "resolve", oid, "--by", "zed", "--disposition", "fixed",
+        "obligation", "resolve", oid, "--by", "alice", "--disposition", "fixed",
         "--rationale", "r", "--definition", str(brought), cwd=instance,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

@@ -11,6 +11,7 @@ from typing import Any
 
 from regulator.cli.main import CliError
 from regulator.policy import Definition, PolicyError, load_definition
+from regulator.policy.loader import acting_people_check
 from regulator.store import Layout, StoreError, find_instance
 from regulator.text import inert_json
 
@@ -40,6 +41,14 @@ def definition(args: argparse.Namespace, root: Path | None) -> Definition:
     override = getattr(args, "definition", None)
     with refusals():
         return load_definition(root, Path(override) if override is not None else None)
+
+
+def acting_definition(args: argparse.Namespace, root: Path) -> Definition:
+    """The definition a person acts under: ``--definition`` may not bring other people."""
+    defn = definition(args, root)
+    with refusals():
+        acting_people_check(defn, root)
+    return defn
 
 
 @contextmanager

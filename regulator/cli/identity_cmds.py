@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from regulator.cli.context import definition, instance_root, refusals
+from regulator.cli.context import acting_definition, instance_root, refusals
 from regulator.cli.main import CliError, UsageError
 from regulator.text import visible
 
@@ -24,7 +24,7 @@ def _decide(args: argparse.Namespace, *, accept: bool) -> str:
     root = instance_root(args)
     actor = Actor(via="cli", os_user=os_user())
     with refusals():
-        policy = definition(args, root).interaction
+        policy = acting_definition(args, root).interaction
         ledger = Ledger(Layout(root))
         try:
             if accept:

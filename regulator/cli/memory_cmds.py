@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from regulator.cli.context import definition, instance_root, print_json, refusals
+from regulator.cli.context import acting_definition, instance_root, print_json, refusals
 from regulator.cli.main import CliError
 from regulator.memory_store import MemoryState
 from regulator.text import visible
@@ -60,7 +60,7 @@ def cmd_retract(args: argparse.Namespace) -> int:
 
     root = instance_root(args)
     with refusals():
-        policy = definition(args, root).interaction
+        policy = acting_definition(args, root).interaction
         try:
             event = retract_memory(
                 MemoryStore(Layout(root)),

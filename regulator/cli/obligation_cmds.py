@@ -7,7 +7,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from regulator.cli.context import definition, instance_root, print_json, refusals
+from regulator.cli.context import acting_definition, definition, instance_root, print_json, refusals
 from regulator.cli.main import CliError, UsageError
 from regulator.describe import describe_obligation
 from regulator.instance import os_user
@@ -150,7 +150,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def _context(args: argparse.Namespace) -> tuple[Ledger, InteractionPolicy]:
     ledger, layout = _ledger(args)
-    defn = definition(args, layout.root)
+    defn = acting_definition(args, layout.root)
     with _refused():
         return ledger, defn.interaction
 

@@ -7,6 +7,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from regulator.cli.context import refusals
 from regulator.cli.main import CliError
 from regulator.store import find_instance
 
@@ -41,10 +42,17 @@ def cmd_room(args: argparse.Namespace) -> int:
                     "`regulator room --demo`"
                 )
             roots.append(found)
+    override = getattr(args, "definition", None)
+    if override:
+        from regulator.policy import load_definition
+        from regulator.policy.loader import acting_people_check
+
+        with refusals():
+            for root in roots:  # a person acts in the room under each instance's own people
+                acting_people_check(load_definition(root, Path(override)), root)
     from tui.app import RoomApp
 
     try:
-        override = getattr(args, "definition", None)
         RoomApp(
             roots,
             person=person,

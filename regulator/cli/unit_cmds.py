@@ -233,8 +233,11 @@ def cmd_accept(args: argparse.Namespace) -> int:
     from regulator.acceptance import accept_criterion
     from regulator.instance import os_user
     from regulator.ledger import Actor, definition_label
+    from regulator.policy.loader import acting_people_check
 
     loop = _loop(args)
+    with refusals():
+        acting_people_check(loop.definition, loop.layout.root)
     with _refused():
         acceptance = accept_criterion(
             loop,

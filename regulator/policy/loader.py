@@ -288,3 +288,25 @@ def load_definition(instance_root: Path | None, override: Path | None = None) ->
         if policies.is_dir():
             return Definition((instance_root / "regulator").resolve())
     return Definition(None)
+
+
+def acting_people_check(definition: Definition, instance_root: Path | None) -> None:
+    """Refuse a definition whose people are not the instance's own.
+
+    ``--definition`` may bring other policies, but not other people: otherwise a person could
+    grant themselves ``actAsS5`` or a higher ``resolveUpTo`` in a directory of their own and act
+    under it (a second definition must not launder what the instance does not allow).
+    """
+    own = load_definition(instance_root)
+    if own.root == definition.root:
+        return
+    mine = [p.model_dump() for p in own.interaction.people]
+    theirs = [p.model_dump() for p in definition.interaction.people]
+    if mine != theirs:
+        raise PolicyError(
+            [
+                f"{display_path(definition.source('interaction'))}: lists other people than "
+                f"the instance's own {display_path(own.source('interaction'))}; a person acts "
+                "under the instance's own people, whatever --definition brings"
+            ]
+        )
