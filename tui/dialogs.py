@@ -9,7 +9,7 @@ stops accepting.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from rich.text import Text
@@ -23,8 +23,8 @@ from textual.widgets.option_list import Option
 
 from regulator import dispositions
 from regulator.answers import disposition_for_answer
-from regulator.authority import check_disposition_authority
-from regulator.ledger import Actor, Ledger, LedgerError
+from regulator.authority import check_disposition_authority, owed_to_s5
+from regulator.ledger import Actor, Ledger, LedgerError, definition_label
 from regulator.protocol.obligations import ObligationState
 from regulator.protocol.vocab import CONSUMERS, DISPOSITIONS, TERMINAL_STATUSES
 from tui.model import InstanceModel
@@ -52,7 +52,8 @@ class ObligationDialog(ModalScreen[Done | None]):
         self.model = model
         self.obligation = obligation
         self.person = person
-        self.actor = actor
+        # Provenance names the definition of the instance acted on, not the room's first one.
+        self.actor = replace(actor, definition=definition_label(model.definition.root))
         self.redactor = model.redactor
         self.closed_elsewhere = False
 
@@ -392,6 +393,9 @@ class ResolveDialog(ObligationDialog):
         if o.question:
             yield Static(plain(o.question, self.redactor), classes="question")
         policy = self.model.interaction_policy()
+        # S5's to decide also when it took over from an S5 obligation someone moved without
+        # the right to (the core refuses it; the dialog must not offer it either).
+        s5 = policy is not None and owed_to_s5(self.model.log.obligations, o, policy)
         options: list[Option] = []
         self.allowed: list[str] = []
         blanket: str | None = None
@@ -402,7 +406,7 @@ class ResolveDialog(ObligationDialog):
                 policy,
                 self.person,
                 severity=o.severity,
-                s5=o.consumer == "S5",
+                s5=s5,
                 os_user=self.actor.os_user,
             )
         for d in DISPOSITIONS:
@@ -413,7 +417,7 @@ class ResolveDialog(ObligationDialog):
                     self.person,
                     severity=o.severity,
                     disposition=d,
-                    s5=o.consumer == "S5",
+                    s5=s5,
                     os_user=self.actor.os_user,
                 )
             if reason is None:

@@ -8,7 +8,6 @@ files are the truth: nothing here is state the files do not hold.
 
 from __future__ import annotations
 
-import getpass
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -17,7 +16,7 @@ from pathlib import Path
 
 from regulator.clock import Clock, parse_iso, system_clock
 from regulator.execution import ExecutionStore
-from regulator.instance import read_canaries
+from regulator.instance import os_user, read_canaries
 from regulator.leases import LeaseStore
 from regulator.memory_store import MemoryStore
 from regulator.policy import Definition, PolicyError, load_definition
@@ -266,10 +265,8 @@ def resolve_person(
         return given, "--as"
     if environ.get("REGULATOR_PERSON"):
         return environ["REGULATOR_PERSON"], "REGULATOR_PERSON"
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = ""
+    # The real uid's name, not $LOGNAME or $USER, which anyone can set.
+    user = os_user()
     if policy is not None and user and policy.person(user) is not None:
         return user, "the OS user"
     return None, "nobody named: pick a person"
