@@ -36,13 +36,13 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from regulator.asking import ask_in  # noqa: E402
-from regulator.demo import SimClock  # noqa: E402
-from regulator.instance import init_instance  # noqa: E402
-from regulator.ledger import Ledger, Transaction  # noqa: E402
+from regulator.host.demo import SimClock  # noqa: E402
+from regulator.host.instance import init_instance  # noqa: E402
 from regulator.policy import load_definition  # noqa: E402
 from regulator.protocol.entry import validate_entry  # noqa: E402
-from regulator.router import route_messages  # noqa: E402
+from regulator.rules.asking import ask_in  # noqa: E402
+from regulator.rules.ledger import Ledger, Transaction  # noqa: E402
+from regulator.rules.router import route_messages  # noqa: E402
 from regulator.store import Layout  # noqa: E402
 
 #: Bump when the mix changes, so that run.py regenerates cached instances.

@@ -29,7 +29,7 @@ if str(ROOT) not in sys.path:
 
 
 def _snapshots(enabled: bool) -> None:
-    from regulator import regulatory_log
+    from regulator.rules import regulatory_log
 
     # Absent before snapshots existed: then there is nothing to turn off.
     if hasattr(regulatory_log, "SNAPSHOTS"):
@@ -37,7 +37,7 @@ def _snapshots(enabled: bool) -> None:
 
 
 def load(directory: Path, *, snapshot: bool) -> dict[str, Any]:
-    from regulator.regulatory_log import RegulatoryLog
+    from regulator.rules.regulatory_log import RegulatoryLog
     from regulator.store import Layout
 
     _snapshots(snapshot)
@@ -90,9 +90,9 @@ def append(directory: Path, appends: int) -> dict[str, Any]:
     """
     import orjson
 
-    from regulator.ledger import new_id
     from regulator.protocol.obligations import ObligationDelivered
-    from regulator.regulatory_log import RegulatoryLog
+    from regulator.rules.ledger import new_id
+    from regulator.rules.regulatory_log import RegulatoryLog
     from regulator.store import Layout, append_lines
 
     layout = Layout(directory)

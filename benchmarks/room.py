@@ -21,14 +21,14 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from regulator.demo import build_demo  # noqa: E402
+from regulator.host.demo import build_demo  # noqa: E402
 from tui.app import RoomApp  # noqa: E402
 from tui.widgets.rowtable import RowTable  # noqa: E402
 
 WRITER = """
 import sys, time
 from pathlib import Path
-from regulator.ledger import Ledger
+from regulator.rules.ledger import Ledger
 from regulator.store import Layout
 ledger = Ledger(Layout(Path(sys.argv[1])))
 for n in range(int(sys.argv[2])):

@@ -52,7 +52,7 @@ def pinned() -> Iterator[None]:
 
 def build_fixture(root: Path) -> Path:
     """The demo at ``root`` (replacing what was there), ending at ``END``."""
-    from regulator.demo import build_demo
+    from regulator.host.demo import build_demo
 
     if root.exists():
         shutil.rmtree(root)

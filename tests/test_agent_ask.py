@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from regulator.presence import PresenceFile
-from regulator.regulatory_log import RegulatoryLog
+from regulator.host.presence import PresenceFile
+from regulator.rules.regulatory_log import RegulatoryLog
 from regulator.store import Layout
 
 from .conftest import run_cli

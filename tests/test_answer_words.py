@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from regulator import answers
-from regulator.answers import AnswerRefused, interpret
-from regulator.asking import ask
-from regulator.dispositions import Refusal
-from regulator.dispositions import answer as answer_obligation
-from regulator.instance import os_user
-from regulator.ledger import Actor, Ledger
+from regulator.host.instance import os_user
 from regulator.policy import load_definition
-from regulator.regulatory_log import RegulatoryLog
+from regulator.rules import answers
+from regulator.rules.answers import AnswerRefused, interpret
+from regulator.rules.asking import ask
+from regulator.rules.dispositions import Refusal
+from regulator.rules.dispositions import answer as answer_obligation
+from regulator.rules.ledger import Actor, Ledger
+from regulator.rules.regulatory_log import RegulatoryLog
 from regulator.store import Layout
 
 from .conftest import run_cli

@@ -9,7 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from regulator.attention import (
+from regulator.protocol.clock import iso
+from regulator.protocol.interaction import InteractionRequest, severity_for_kind
+from regulator.rules.ledger import Ledger
+from regulator.rules.regulatory_log import RegulatoryLog
+from regulator.store import Layout
+from regulator.views.attention import (
     attention_report,
     format_duration,
     iso_week,
@@ -17,11 +22,6 @@ from regulator.attention import (
     percentile,
     render_attention,
 )
-from regulator.clock import iso
-from regulator.ledger import Ledger
-from regulator.protocol.interaction import InteractionRequest, severity_for_kind
-from regulator.regulatory_log import RegulatoryLog
-from regulator.store import Layout
 
 from .conftest import run_cli
 

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from regulator import dispositions
-from regulator.asking import ask
-from regulator.authority import owed_to_s5, process_os_user
-from regulator.ledger import Actor, Ledger, LedgerError
 from regulator.policy import load_definition
 from regulator.protocol.vocab import TERMINAL_STATUSES
+from regulator.rules import dispositions
+from regulator.rules.asking import ask
+from regulator.rules.authority import owed_to_s5, process_os_user
+from regulator.rules.ledger import Actor, Ledger, LedgerError
 from regulator.store import Layout
 
 from .conftest import run_cli
@@ -504,8 +504,8 @@ def _state(root: Path, oid: str) -> Any:
 def test_an_ack_line_after_a_resolution_reopens_nothing_in_a_fold_restored_from_a_snapshot(
     instance: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from regulator import fold_cache
-    from regulator import regulatory_log as rl
+    from regulator.rules import regulatory_log as rl
+    from regulator.store import fold_cache
 
     closed = _closed_three_ways(instance)
     with (instance / ".regulator" / "signals.ndjson").open("a") as f:

@@ -9,7 +9,10 @@ from typing import Any
 
 import pytest
 
-from regulator.budget import (
+from regulator.policy import load_definition
+from regulator.protocol.execution import BudgetLedger, LedgerCeiling
+from regulator.protocol.policies import Route
+from regulator.rules.budget import (
     AvailableModels,
     BudgetGuard,
     BudgetMeter,
@@ -20,10 +23,7 @@ from regulator.budget import (
     read_ledger,
     summary,
 )
-from regulator.policy import load_definition
-from regulator.protocol.execution import BudgetLedger, LedgerCeiling
-from regulator.protocol.policies import Route
-from regulator.recovery import cause_from_error
+from regulator.rules.recovery import cause_from_error
 from regulator.store import Layout
 
 BUDGET = load_definition(None).budget

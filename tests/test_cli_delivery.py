@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from regulator.ledger import Ledger
+from regulator.rules.ledger import Ledger
 from regulator.store import Layout
 
 from .conftest import run_cli

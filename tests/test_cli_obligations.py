@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from regulator.asking import ask
-from regulator.dispositions import Refusal, resolve
-from regulator.ledger import Actor, Ledger, LedgerError
 from regulator.policy import load_definition
+from regulator.rules.asking import ask
+from regulator.rules.dispositions import Refusal, resolve
+from regulator.rules.ledger import Actor, Ledger, LedgerError
 from regulator.store import Layout
 
 from .conftest import run_cli

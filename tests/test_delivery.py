@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from regulator.delivery import (
+from regulator.host.delivery import (
     deliver_key,
     deliver_pending,
     forward_outbox,
@@ -25,10 +25,10 @@ from regulator.delivery import (
     undelivered,
     watch_tick,
 )
-from regulator.effect_journal import EffectJournal
-from regulator.ledger import Ledger, Transaction
 from regulator.policy import load_definition
 from regulator.protocol.obligations import ObligationState
+from regulator.rules.effect_journal import EffectJournal
+from regulator.rules.ledger import Ledger, Transaction
 from regulator.store import Layout
 
 POLICY = load_definition(None).interaction
@@ -319,9 +319,9 @@ _DELIVER_SCRIPT = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from regulator.delivery import deliver_pending
-    from regulator.effect_journal import EffectJournal
-    from regulator.ledger import Ledger
+    from regulator.host.delivery import deliver_pending
+    from regulator.rules.effect_journal import EffectJournal
+    from regulator.rules.ledger import Ledger
     from regulator.store import Layout
     root, me = Path(sys.argv[1]), sys.argv[2]
     (root / f"ready-{me}").touch()

@@ -6,9 +6,9 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from regulator.ledger import Ledger
 from regulator.policy import load_definition
-from regulator.router import route_messages
+from regulator.rules.ledger import Ledger
+from regulator.rules.router import route_messages
 from regulator.store import Layout
 
 from .conftest import run_cli

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from regulator.effect_journal import EffectJournal, EffectJournalError, effect_key, js_json
+from regulator.rules.effect_journal import EffectJournal, EffectJournalError, effect_key, js_json
 from regulator.store import Layout
 
 NOW = datetime(2026, 9, 22, 12, 0, tzinfo=UTC)

@@ -11,17 +11,6 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from regulator.audit_log import AuditLog, audit_finding_for_verdict, summarize_verdict
-from regulator.execution import (
-    ExecutionError,
-    ExecutionStore,
-    UnitExists,
-    UnitNotFound,
-    budget_summary,
-    check_contract,
-    check_result_report,
-    report_signals,
-)
 from regulator.protocol.audit import EvidenceRecord, HumanAcceptance, TechnicalVerdict
 from regulator.protocol.entry import parse_signal_line, record_to_json_line
 from regulator.protocol.execution import (
@@ -34,6 +23,17 @@ from regulator.protocol.execution import (
     WorkloadRef,
 )
 from regulator.protocol.messages import OperationalSignal, UncertaintySignal
+from regulator.rules.audit_log import AuditLog, audit_finding_for_verdict, summarize_verdict
+from regulator.rules.execution import (
+    ExecutionError,
+    ExecutionStore,
+    UnitExists,
+    UnitNotFound,
+    budget_summary,
+    check_contract,
+    check_result_report,
+    report_signals,
+)
 from regulator.store import CorruptRecord, InvalidUnitId, Layout, RecordExists
 
 

@@ -1,6 +1,6 @@
 """The fast record builder and pydantic agree on every line type, at every field's edge.
 
-The perturbations are derived here, independently of ``regulator.fast_records``, from the
+The perturbations are derived here, independently of ``regulator.protocol.fast_records``, from the
 pydantic models' own field declarations: each bool given ``0`` and ``1``, each int just below
 its minimum, each string just too short, each list one item short, each word just outside its
 vocabulary. A field added to a model is covered without touching this file.
@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, JsonValue
 from pydantic.fields import FieldInfo
 
-from regulator.fast_records import Codec, codecs_for
 from regulator.protocol.entry import ENTRY_MODELS, validate_entry
+from regulator.protocol.fast_records import Codec, codecs_for
 
 CODECS = codecs_for(ENTRY_MODELS)
 

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-import regulator.identity as identity
-from regulator.dispositions import decide_proposal
-from regulator.identity import IdentityRefusal, accept_proposal
-from regulator.ledger import Actor, Ledger
+import regulator.host.identity as identity
+from regulator.host.identity import IdentityRefusal, accept_proposal
 from regulator.policy import load_definition
-from regulator.regulatory_log import RegulatoryLog
+from regulator.rules.dispositions import decide_proposal
+from regulator.rules.ledger import Actor, Ledger
+from regulator.rules.regulatory_log import RegulatoryLog
 from regulator.store import Layout
 
 from .conftest import git, run_cli

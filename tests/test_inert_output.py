@@ -30,10 +30,10 @@ import pytest
 import yaml
 
 from regulator.cli.main import build_parser, main
-from regulator.demo import contract
-from regulator.regulatory_log import RegulatoryLog
+from regulator.host.demo import contract
+from regulator.protocol.text import inert_json, visible
+from regulator.rules.regulatory_log import RegulatoryLog
 from regulator.store import Layout
-from regulator.text import inert_json, visible
 
 from .conftest import git
 
@@ -51,7 +51,7 @@ MODELS = ["anthropic/claude-sonnet-4-5", "anthropic/claude-haiku-4-5"]
 
 
 def unsafe_in(text: str) -> list[str]:
-    """Characters a terminal may act on (written out here, not taken from regulator.text)."""
+    """Characters a terminal may act on (written out here, not taken from the code under test)."""
     return sorted(
         {
             f"U+{ord(ch):04X}"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from regulator.clock import epoch_ms
-from regulator.leases import DEFAULT_LEASE_TTL_MS, LeaseError, LeaseHeld, LeaseStore
+from regulator.host.leases import DEFAULT_LEASE_TTL_MS, LeaseError, LeaseHeld, LeaseStore
+from regulator.protocol.clock import epoch_ms
 from regulator.store import InvalidUnitId, Layout
 
 

@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 import yaml
 
-from regulator.demo import SimClock, contract
-from regulator.loop import Loop
+from regulator.host.demo import SimClock, contract
+from regulator.host.loop import Loop
+from regulator.host.sessions.command import CommandAdapter
+from regulator.host.sessions.script import ScriptAdapter
 from regulator.policy import load_definition, shipped_policies_dir
-from regulator.sessions.command import CommandAdapter
-from regulator.sessions.script import ScriptAdapter
+from regulator.policy.workload import SessionSpec
 from regulator.store import Layout
-from regulator.workload import SessionSpec
 
 from .conftest import git, run_cli
 

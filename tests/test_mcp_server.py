@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from regulator.demo import contract
-from regulator.loop import Loop
+from regulator.host.demo import contract
+from regulator.host.loop import Loop
+from regulator.host.sessions.command import CommandAdapter
 from regulator.policy import load_definition
-from regulator.regulatory_log import RegulatoryLog
-from regulator.sessions.command import CommandAdapter
+from regulator.policy.workload import SessionSpec, load_workload
+from regulator.rules.regulatory_log import RegulatoryLog
 from regulator.store import Layout
-from regulator.workload import SessionSpec, load_workload
 
 from .conftest import git
 from .test_agent_ask import answer, open_question, someone_present

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from regulator.clock import iso
-from regulator.ledger import Actor
-from regulator.memory_store import MemoryRefusal, MemoryStore, retract_memory
 from regulator.policy import load_definition
+from regulator.protocol.clock import iso
+from regulator.rules.ledger import Actor
+from regulator.rules.memory_store import MemoryRefusal, MemoryStore, retract_memory
 from regulator.store import Layout
 
 from .conftest import run_cli

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from regulator.instance import read_canaries
+from regulator.host.instance import read_canaries
 from regulator.policy import load_definition
 from regulator.store import Layout, StoreError
 

@@ -12,7 +12,7 @@ from regulator.policy import load_definition
 from regulator.policy.loader import PolicyError, load_policy_file
 from regulator.protocol.entry import validate_entry
 from regulator.protocol.policies import RoutingPolicy
-from regulator.router import FLOOR_TIMEOUT_S, effective_severity
+from regulator.rules.router import FLOOR_TIMEOUT_S, effective_severity
 
 from .conftest import git, run_cli
 from .factory import append, message

@@ -9,9 +9,9 @@ import pwd
 from pathlib import Path
 from typing import Any
 
-from regulator.authority import process_os_user
-from regulator.ledger import Actor, Ledger
 from regulator.protocol.ours import Provenance
+from regulator.rules.authority import process_os_user
+from regulator.rules.ledger import Actor, Ledger
 from regulator.store import Layout
 
 from .conftest import run_cli

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from regulator.ledger import Ledger
 from regulator.policy import load_definition
 from regulator.protocol.execution import (
     AttemptRecord,
@@ -25,7 +24,8 @@ from regulator.protocol.execution import (
 from regulator.protocol.messages import CoordinationSignal, VsmMessage
 from regulator.protocol.obligations import ObligationState
 from regulator.protocol.vocab import FailureCause
-from regulator.recovery import (
+from regulator.rules.ledger import Ledger
+from regulator.rules.recovery import (
     Classification,
     blocked_reason,
     cause_from_error,
@@ -39,7 +39,7 @@ from regulator.recovery import (
     paused_on_question,
     recover,
 )
-from regulator.regulatory_log import RegulatoryLog
+from regulator.rules.regulatory_log import RegulatoryLog
 from regulator.store import Layout
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from regulator.redaction import MAX_CHARS, REDACTED, Redactor, for_layout
 from regulator.store import Layout
+from regulator.views.redaction import MAX_CHARS, REDACTED, Redactor, for_layout
 
 CANARY = "CANARY-5e1f0c9a7d"
 REDACTOR = Redactor([CANARY, "tiny", "  padded-canary-42  ", "a.b*c+d?(e)"])

@@ -26,13 +26,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from regulator import fold_cache
-from regulator import regulatory_log as rl
-from regulator.asking import ask_in
-from regulator.fast_records import COMPILER, codecs_for
-from regulator.ledger import Ledger
 from regulator.policy import load_definition
 from regulator.protocol.entry import ENTRY_MODELS, parse_signal_line, validate_entry
+from regulator.protocol.fast_records import COMPILER, codecs_for
 from regulator.protocol.interaction import InteractionAnswered, InteractionRequested
 from regulator.protocol.obligations import (
     Delivery,
@@ -46,9 +42,12 @@ from regulator.protocol.obligations import (
     ObligationSuperseded,
 )
 from regulator.protocol.vocab import MESSAGE_KINDS
-from regulator.regulatory_log import Answer, InteractionState, RegulatoryLog
-from regulator.router import route_messages
-from regulator.store import RESTART_MESSAGE, Layout, Problem, TailReader
+from regulator.rules import regulatory_log as rl
+from regulator.rules.asking import ask_in
+from regulator.rules.ledger import Ledger
+from regulator.rules.regulatory_log import Answer, InteractionState, RegulatoryLog
+from regulator.rules.router import route_messages
+from regulator.store import RESTART_MESSAGE, Layout, Problem, TailReader, fold_cache
 
 from .factory import message
 from .test_protocol_roundtrip import EVENTS, INTERACTIONS, MESSAGES

@@ -22,8 +22,8 @@ from typing import Any
 import orjson
 import pytest
 
-from regulator.ledger import Ledger
-from regulator.regulatory_log import RegulatoryLog
+from regulator.rules.ledger import Ledger
+from regulator.rules.regulatory_log import RegulatoryLog
 from regulator.store import Layout, TailReader
 
 REPO = Path(__file__).resolve().parents[1]
@@ -86,7 +86,7 @@ def say(child: subprocess.Popen[str], text: str) -> None:
 ACTOR = """
     import json, random, sys
     from pathlib import Path
-    from regulator.ledger import Ledger, LedgerError
+    from regulator.rules.ledger import Ledger, LedgerError
     from regulator.store import Layout
 
     root, me, count = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
@@ -210,7 +210,7 @@ def test_eight_processes_making_500_transitions_each_lose_duplicate_and_tear_not
 RESOLVER = """
     import sys
     from pathlib import Path
-    from regulator.ledger import Ledger, LedgerError
+    from regulator.rules.ledger import Ledger, LedgerError
     from regulator.store import Layout
 
     root, me = Path(sys.argv[1]), sys.argv[2]

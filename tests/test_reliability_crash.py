@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 
-from regulator.delivery import deliver_pending, forward_outbox
-from regulator.effect_journal import EffectJournal
-from regulator.ledger import Ledger
-from regulator.regulatory_log import RegulatoryLog
+from regulator.host.delivery import deliver_pending, forward_outbox
+from regulator.rules.effect_journal import EffectJournal
+from regulator.rules.ledger import Ledger
+from regulator.rules.regulatory_log import RegulatoryLog
 from regulator.store import Layout, TailReader
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,9 +34,9 @@ REPO = Path(__file__).resolve().parents[1]
 HELPER = r'''
 import json, os, random, signal, sys
 from pathlib import Path
-from regulator.delivery import deliver_pending, watch_tick
-from regulator.effect_journal import EffectJournal
-from regulator.ledger import Ledger, Transaction
+from regulator.host.delivery import deliver_pending, watch_tick
+from regulator.rules.effect_journal import EffectJournal
+from regulator.rules.ledger import Ledger, Transaction
 from regulator.policy import load_definition
 from regulator.protocol.obligations import ObligationState
 from regulator.store import Layout

@@ -17,10 +17,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from regulator.effect_journal import EffectJournal
 from regulator.policy import POLICY_KINDS, Definition, shipped_policies_dir
 from regulator.protocol.errors import field_path
-from regulator.regulatory_log import RegulatoryLog
+from regulator.rules.effect_journal import EffectJournal
+from regulator.rules.regulatory_log import RegulatoryLog
 from regulator.store import Layout
 
 # Seconds of hypothesis: part of `pytest -m slow` with the concurrency and crash tests.

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from regulator.ledger import Ledger
+from regulator.rules.ledger import Ledger
 from regulator.store import Layout
 from tui.app import MainScreen, RoomApp
 from tui.dialogs import AcknowledgeDialog, AnswerDialog, EscalateDialog, ResolveDialog
@@ -310,7 +310,8 @@ async def test_an_obligation_appended_by_another_process_appears_in_the_inbox(de
         before = len(inbox(app).keys)
         await pilot.pause(0.3)  # the watcher is up
         code = (
-            "from regulator.ledger import Ledger; from regulator.store import Layout; import sys;"
+            "from regulator.rules.ledger import Ledger; "
+            "from regulator.store import Layout; import sys;"
             "Ledger(Layout(__import__('pathlib').Path(sys.argv[1])))"
             ".open_obligation(subject='from elsewhere',"
             " unit='u9', concern='audit-finding', sources=['m'], severity='blocking',"
@@ -331,8 +332,8 @@ async def test_an_obligation_appended_by_another_process_appears_in_the_inbox(de
 async def test_markup_ansi_and_osc52_in_a_question_show_as_literal_text_and_canaries_never(
     demo: Path,
 ) -> None:
-    from regulator.asking import ask
     from regulator.policy import load_definition
+    from regulator.rules.asking import ask
 
     canary = "sup3r-s3cret-canary-value"
     (demo / ".regulator" / "canaries").write_text(canary + "\n")

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from textual.widgets import Button, Input, OptionList
 
-from regulator.asking import ask
-from regulator.leases import LeaseStore
-from regulator.ledger import Ledger
+from regulator.host.leases import LeaseStore
 from regulator.policy import load_definition
+from regulator.rules.asking import ask
+from regulator.rules.ledger import Ledger
 from regulator.store import Layout
 from tui.app import MainScreen, RoomApp
 from tui.dialogs import AnswerDialog, PersonPicker, QuitConfirm

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from regulator.demo import contract
+from regulator.host.demo import contract
 
 from .conftest import run_cli
 from .test_loop import SILENT, loop_for, project, with_policy, write_contract, write_scenario

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from regulator.ledger import Ledger, LedgerError
 from regulator.policy import load_definition
 from regulator.protocol.entry import validate_entry
-from regulator.regulatory_log import RegulatoryLog
-from regulator.router import effective_severity, route_messages
+from regulator.rules.ledger import Ledger, LedgerError
+from regulator.rules.regulatory_log import RegulatoryLog
+from regulator.rules.router import effective_severity, route_messages
+from regulator.rules.veto import progression_veto
 from regulator.store import Layout
-from regulator.veto import progression_veto
 
 from .factory import append, message
 

@@ -8,10 +8,10 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from regulator.asking import ask
-from regulator.ledger import Ledger
-from regulator.redaction import REDACTED, Redactor
+from regulator.rules.asking import ask
+from regulator.rules.ledger import Ledger
 from regulator.store import Layout, append_lines
+from regulator.views.redaction import REDACTED, Redactor
 
 from .conftest import git, run_cli
 from .factory import append, message

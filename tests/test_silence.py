@@ -14,14 +14,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from regulator.answers import NO_WORDS, UAT_NO_WORDS, UAT_YES_WORDS, YES_WORDS
-from regulator.asking import Asked, ask
-from regulator.dispositions import Refusal, answer
-from regulator.ledger import Actor, Ledger, Transaction
+from regulator.host.tools import answer_result
 from regulator.policy import load_definition
 from regulator.protocol.interaction import InteractionRequest
+from regulator.rules.answers import NO_WORDS, UAT_NO_WORDS, UAT_YES_WORDS, YES_WORDS
+from regulator.rules.asking import Asked, ask
+from regulator.rules.dispositions import Refusal, answer
+from regulator.rules.ledger import Actor, Ledger, Transaction
 from regulator.store import Layout
-from regulator.tools import answer_result
 
 REPO = Path(__file__).resolve().parents[1]
 POLICY = load_definition(None).interaction
@@ -161,8 +161,8 @@ def test_an_answer_whose_resolution_fails_midway_records_nothing(
 KILLED_ANSWER = """
     import os, signal, sys
     from pathlib import Path
-    from regulator.dispositions import answer
-    from regulator.ledger import Actor, Ledger, Transaction
+    from regulator.rules.dispositions import answer
+    from regulator.rules.ledger import Actor, Ledger, Transaction
     from regulator.policy import load_definition
     from regulator.store import Layout
 

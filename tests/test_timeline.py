@@ -9,19 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from regulator.asking import ask
-from regulator.audit_log import AuditLog
-from regulator.clock import iso, parse_iso, system_clock
-from regulator.demo import build_demo
-from regulator.dispositions import answer
-from regulator.effect_journal import EffectJournal
-from regulator.execution import ExecutionStore
-from regulator.ledger import Actor, Ledger
-from regulator.memory_store import MemoryStore
+from regulator.host.demo import build_demo
 from regulator.policy import load_definition
-from regulator.regulatory_log import RegulatoryLog
+from regulator.protocol.clock import iso, parse_iso, system_clock
+from regulator.rules.asking import ask
+from regulator.rules.audit_log import AuditLog
+from regulator.rules.dispositions import answer
+from regulator.rules.effect_journal import EffectJournal
+from regulator.rules.execution import ExecutionStore
+from regulator.rules.ledger import Actor, Ledger
+from regulator.rules.memory_store import MemoryStore
+from regulator.rules.regulatory_log import RegulatoryLog
 from regulator.store import InvalidUnitId, Layout
-from regulator.timeline import (
+from regulator.views.timeline import (
     KINDS,
     TimelineRow,
     filter_kinds,

@@ -7,10 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from regulator.leases import LeaseHeld, LeaseStore
-from regulator.protocol.entry import parse_signal_line, record_to_json_line
-from regulator.store import Layout
-from regulator.worktree import (
+from regulator.host.leases import LeaseHeld, LeaseStore
+from regulator.host.worktree import (
     Conflicted,
     Merged,
     Refused,
@@ -25,6 +23,8 @@ from regulator.worktree import (
     resume_unit,
     start_unit,
 )
+from regulator.protocol.entry import parse_signal_line, record_to_json_line
+from regulator.store import Layout
 from tests.conftest import git
 
 

@@ -28,16 +28,17 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, TabPane
 
-from regulator.attention import attention_report, render_attention
-from regulator.clock import Clock, iso, system_clock
-from regulator.instance import os_user
-from regulator.ledger import Actor, json_line
-from regulator.presence import HEARTBEAT_S, PresenceFile
+from regulator.host.instance import os_user
+from regulator.host.presence import HEARTBEAT_S, PresenceFile
+from regulator.protocol.clock import Clock, iso, system_clock
 from regulator.protocol.obligations import ObligationState
 from regulator.protocol.ours import Receipt
 from regulator.protocol.vocab import SEVERITY_ORDER, TERMINAL_STATUSES
+from regulator.rules.ledger import Actor, json_line
 from regulator.store import locked_log
-from tui.dialogs import (
+from regulator.views.attention import attention_report, render_attention
+
+from .dialogs import (
     NOBODY,
     AcknowledgeDialog,
     AnswerDialog,
@@ -50,8 +51,8 @@ from tui.dialogs import (
     QuitConfirm,
     ResolveDialog,
 )
-from tui.filtering import Context, compile_filter
-from tui.model import (
+from .filtering import Context, compile_filter
+from .model import (
     SEVERITY_GLYPH,
     STATUS_GLYPH,
     InstanceModel,
@@ -60,9 +61,9 @@ from tui.model import (
     resolve_person,
     sort_key,
 )
-from tui.render import one_line, plain
-from tui.screens.inspector import UnitInspector
-from tui.widgets.rowtable import Column, RowTable
+from .render import one_line, plain
+from .screens.inspector import UnitInspector
+from .widgets.rowtable import Column, RowTable
 
 PRESETS = ("owed to me", "all open", "everything")
 WATCH_STEP_MS = 20

@@ -1,6 +1,6 @@
 """The dialogs: answer, resolve, acknowledge, escalate — and help, problems, who is acting.
 
-Each acts through the same core functions as the CLI (``regulator.dispositions``), so the
+Each acts through the same core functions as the CLI (``regulator.rules.dispositions``), so the
 same authority checks refuse the same things with the same words. A refusal is shown inside
 the dialog, which stays open; nothing is written. A live refresh never closes a dialog or
 loses what was typed; if the obligation is closed elsewhere meanwhile, the dialog says so and
@@ -21,14 +21,15 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from regulator import dispositions
-from regulator.answers import disposition_for_answer
-from regulator.authority import check_disposition_authority, owed_to_s5
-from regulator.ledger import Actor, Ledger, LedgerError, definition_label
 from regulator.protocol.obligations import ObligationState
 from regulator.protocol.vocab import CONSUMERS, DISPOSITIONS, TERMINAL_STATUSES
-from tui.model import InstanceModel
-from tui.render import one_line, plain
+from regulator.rules import dispositions
+from regulator.rules.answers import disposition_for_answer
+from regulator.rules.authority import check_disposition_authority, owed_to_s5
+from regulator.rules.ledger import Actor, Ledger, LedgerError, definition_label
+
+from .model import InstanceModel
+from .render import one_line, plain
 
 
 @dataclass(frozen=True)

@@ -14,21 +14,21 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from regulator.clock import Clock, parse_iso, system_clock
-from regulator.execution import ExecutionStore
-from regulator.instance import os_user, read_canaries
-from regulator.leases import LeaseStore
-from regulator.memory_store import MemoryStore
+from regulator.host.instance import os_user, read_canaries
+from regulator.host.leases import LeaseStore
 from regulator.policy import Definition, PolicyError, load_definition
+from regulator.protocol.clock import Clock, parse_iso, system_clock
 from regulator.protocol.entry import load_record
 from regulator.protocol.execution import Lease, UnitRecord
 from regulator.protocol.obligations import ObligationState
 from regulator.protocol.ours import Receipt
 from regulator.protocol.policies import InteractionPolicy, Person
 from regulator.protocol.vocab import SEVERITY_ORDER, TERMINAL_STATUSES
-from regulator.redaction import Redactor
-from regulator.regulatory_log import InteractionState, RegulatoryLog
+from regulator.rules.execution import ExecutionStore
+from regulator.rules.memory_store import MemoryStore
+from regulator.rules.regulatory_log import InteractionState, RegulatoryLog
 from regulator.store import Layout, TailReader
+from regulator.views.redaction import Redactor
 
 SEVERITY_GLYPH = {"critical": "▲", "blocking": "●", "advisory": "◐", "info": "○"}
 STATUS_GLYPH = {

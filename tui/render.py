@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from regulator.redaction import Redactor
+from regulator.views.redaction import Redactor
 
 _PLAIN = Redactor([])
 

@@ -15,25 +15,25 @@ from typing import Any
 
 import orjson
 
-from regulator.agent_session import (
+from regulator.cli.context import definition, instance_root, refusals
+from regulator.cli.main import CliError
+from regulator.host.agent_session import (
     INSTANCE_ENV,
     AgentSession,
     SessionUnavailable,
     find_session,
 )
-from regulator.cli.context import definition, instance_root, refusals
-from regulator.cli.main import CliError
-from regulator.execution import UnitNotFound
-from regulator.session_units import (
+from regulator.host.session_units import (
     SessionUnitError,
     agent_pid,
     end_session_unit,
     start_session_unit,
     unit_id_for,
 )
+from regulator.host.tools import ToolRefused
+from regulator.protocol.text import inert_json_text, visible
+from regulator.rules.execution import UnitNotFound
 from regulator.store import Layout, find_instance
-from regulator.text import inert_json_text, visible
-from regulator.tools import ToolRefused
 
 # `regulator ask` exit statuses beyond 0 (yes, or an answer) and 1 (no, or a refusal).
 NOBODY_ANSWERED = 3
@@ -79,7 +79,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         session.grants  # noqa: B018 - refuse a bad unit before the client connects
     except SessionUnavailable as exc:
         raise CliError(str(exc)) from None
-    from regulator.mcp_server import serve  # the MCP SDK is imported only by this command
+    from regulator.host.mcp_server import serve  # the MCP SDK is imported only by this command
 
     serve(session)
     return 0
@@ -158,7 +158,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def cmd_hook(args: argparse.Namespace) -> int:
-    from regulator.hooks import claude_code, pre_tool_reply
+    from regulator.host.hooks import claude_code, pre_tool_reply
 
     raw = sys.stdin.buffer.read()
     try:
@@ -223,7 +223,7 @@ def cmd_session_end(args: argparse.Namespace) -> int:
 
 
 def cmd_agent_install(args: argparse.Namespace) -> int:
-    from regulator import agent_install
+    from regulator.host import agent_install
 
     _, root = _layout(args)
     try:

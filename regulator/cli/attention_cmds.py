@@ -6,14 +6,14 @@ import argparse
 
 from regulator.cli.context import definition, instance_root, print_json, refusals
 from regulator.cli.main import UsageError
-from regulator.text import visible
+from regulator.protocol.text import visible
 
 
 def cmd_attention(args: argparse.Namespace) -> int:
-    from regulator.attention import attention_report, parse_age, render_attention
-    from regulator.clock import system_clock
-    from regulator.regulatory_log import RegulatoryLog
+    from regulator.protocol.clock import system_clock
+    from regulator.rules.regulatory_log import RegulatoryLog
     from regulator.store import Layout
+    from regulator.views.attention import attention_report, parse_age, render_attention
 
     try:
         since = parse_age(args.since)

@@ -12,8 +12,8 @@ from typing import Any
 from regulator.cli.main import CliError
 from regulator.policy import Definition, PolicyError, load_definition
 from regulator.policy.loader import acting_people_check
+from regulator.protocol.text import inert_json
 from regulator.store import Layout, StoreError, find_instance
-from regulator.text import inert_json
 
 
 def instance_root(args: argparse.Namespace) -> Path:

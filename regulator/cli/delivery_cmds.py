@@ -10,8 +10,8 @@ from contextlib import contextmanager
 
 from regulator.cli.context import definition, instance_root, print_json, refusals
 from regulator.cli.main import CliError, UsageError
+from regulator.protocol.text import visible
 from regulator.store import Layout, StoreError
-from regulator.text import visible
 
 
 def _safe(text: str) -> str:
@@ -23,8 +23,8 @@ def _safe(text: str) -> str:
 @contextmanager
 def _core_refusals() -> Iterator[None]:
     """The core's refusals as the CLI's: ``regulator: <message>``, exit 1."""
-    from regulator.effect_journal import EffectJournalError
-    from regulator.ledger import LedgerError
+    from regulator.rules.effect_journal import EffectJournalError
+    from regulator.rules.ledger import LedgerError
 
     with refusals():
         try:
@@ -34,10 +34,10 @@ def _core_refusals() -> Iterator[None]:
 
 
 def cmd_remind(args: argparse.Namespace) -> int:
-    from regulator.delivery import remind_due
-    from regulator.describe import describe_obligation
-    from regulator.effect_journal import EffectJournal
-    from regulator.ledger import Ledger
+    from regulator.host.delivery import remind_due
+    from regulator.rules.effect_journal import EffectJournal
+    from regulator.rules.ledger import Ledger
+    from regulator.views.describe import describe_obligation
 
     root = instance_root(args)
     defn = definition(args, root)
@@ -53,9 +53,9 @@ def cmd_remind(args: argparse.Namespace) -> int:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    from regulator.delivery import watch_tick
-    from regulator.effect_journal import EffectJournal, EffectJournalError
-    from regulator.ledger import Ledger, LedgerError
+    from regulator.host.delivery import watch_tick
+    from regulator.rules.effect_journal import EffectJournal, EffectJournalError
+    from regulator.rules.ledger import Ledger, LedgerError
 
     once: bool = args.once
     command: list[str] | None = args.exec_command
@@ -95,7 +95,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 def cmd_effects(args: argparse.Namespace) -> int:
-    from regulator.effect_journal import EffectJournal
+    from regulator.rules.effect_journal import EffectJournal
 
     layout = Layout(instance_root(args))
     with _core_refusals():

@@ -7,18 +7,18 @@ from pathlib import Path
 
 from regulator.cli.context import acting_definition, instance_root, refusals
 from regulator.cli.main import CliError, UsageError
-from regulator.text import visible
+from regulator.protocol.text import visible
 
 
 def _decide(args: argparse.Namespace, *, accept: bool) -> str:
-    from regulator.identity import (
+    from regulator.host.identity import (
         IdentityRefusal,
         IdentityUsageError,
         accept_proposal,
         reject_proposal,
     )
-    from regulator.instance import os_user
-    from regulator.ledger import Actor, Ledger, LedgerError
+    from regulator.host.instance import os_user
+    from regulator.rules.ledger import Actor, Ledger, LedgerError
     from regulator.store import Layout
 
     root = instance_root(args)

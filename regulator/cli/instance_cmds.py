@@ -7,12 +7,12 @@ from pathlib import Path
 
 from regulator.cli.context import definition, instance_root, print_json, refusals
 from regulator.cli.main import CliError
-from regulator.text import visible
+from regulator.protocol.text import visible
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from regulator.gitops import GitError
-    from regulator.instance import InitError, init_instance
+    from regulator.host.gitops import GitError
+    from regulator.host.instance import InitError, init_instance
 
     override = getattr(args, "definition", None)
     with refusals():
@@ -41,7 +41,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from regulator.doctor import run_doctor
+    from regulator.views.doctor import run_doctor
 
     root = instance_root(args)
     report = run_doctor(root, definition(args, root))
@@ -65,9 +65,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from regulator.redaction import Redactor
-    from regulator.status import build_status, render_status_text
     from regulator.store import Layout
+    from regulator.views.redaction import Redactor
+    from regulator.views.status import build_status, render_status_text
 
     root = instance_root(args)
     defn = definition(args, root)
@@ -91,7 +91,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     import sys
     import time
 
-    from regulator.demo import build_demo, run_live
+    from regulator.host.demo import build_demo, run_live
 
     started = time.monotonic()
     target = Path(args.dir)

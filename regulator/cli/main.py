@@ -14,8 +14,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from regulator import __version__, answers
-from regulator.text import visible
+from regulator import __version__
+from regulator.protocol.text import visible
+from regulator.rules import answers
 
 Handler = Callable[[argparse.Namespace], int]
 

@@ -7,8 +7,8 @@ import sys
 
 from regulator.cli.context import acting_definition, instance_root, print_json, refusals
 from regulator.cli.main import CliError
-from regulator.memory_store import MemoryState
-from regulator.text import visible
+from regulator.protocol.text import visible
+from regulator.rules.memory_store import MemoryState
 
 
 def memory_line(state: MemoryState) -> str:
@@ -28,7 +28,7 @@ def memory_line(state: MemoryState) -> str:
 
 
 def cmd_memory(args: argparse.Namespace) -> int:
-    from regulator.memory_store import MemoryStore
+    from regulator.rules.memory_store import MemoryStore
     from regulator.store import Layout
 
     store = MemoryStore(Layout(instance_root(args)))
@@ -53,9 +53,9 @@ def cmd_memory(args: argparse.Namespace) -> int:
 
 
 def cmd_retract(args: argparse.Namespace) -> int:
-    from regulator.instance import os_user
-    from regulator.ledger import Actor
-    from regulator.memory_store import MemoryRefusal, MemoryStore, retract_memory
+    from regulator.host.instance import os_user
+    from regulator.rules.ledger import Actor
+    from regulator.rules.memory_store import MemoryRefusal, MemoryStore, retract_memory
     from regulator.store import Layout
 
     root = instance_root(args)

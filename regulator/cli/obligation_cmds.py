@@ -9,14 +9,14 @@ from contextlib import contextmanager
 
 from regulator.cli.context import acting_definition, definition, instance_root, print_json, refusals
 from regulator.cli.main import CliError, UsageError
-from regulator.describe import describe_obligation
-from regulator.instance import os_user
-from regulator.ledger import Actor, Ledger, LedgerError, definition_label, find_obligation
+from regulator.host.instance import os_user
 from regulator.protocol.obligations import ObligationState
 from regulator.protocol.policies import InteractionPolicy
+from regulator.protocol.text import visible as v
 from regulator.protocol.vocab import CONSUMERS, DISPOSITIONS, TERMINAL_STATUSES
+from regulator.rules.ledger import Actor, Ledger, LedgerError, definition_label, find_obligation
 from regulator.store import Layout
-from regulator.text import visible as v
+from regulator.views.describe import describe_obligation
 
 
 @contextmanager
@@ -156,7 +156,7 @@ def _context(args: argparse.Namespace) -> tuple[Ledger, InteractionPolicy]:
 
 
 def cmd_ack(args: argparse.Namespace) -> int:
-    from regulator import dispositions
+    from regulator.rules import dispositions
 
     ledger, policy = _context(args)
     with _refused():
@@ -166,7 +166,7 @@ def cmd_ack(args: argparse.Namespace) -> int:
 
 
 def cmd_resolve(args: argparse.Namespace) -> int:
-    from regulator import dispositions
+    from regulator.rules import dispositions
 
     if args.disposition not in DISPOSITIONS:
         raise UsageError(
@@ -188,7 +188,7 @@ def cmd_resolve(args: argparse.Namespace) -> int:
 
 
 def cmd_escalate(args: argparse.Namespace) -> int:
-    from regulator import dispositions
+    from regulator.rules import dispositions
 
     if args.to not in CONSUMERS:
         raise UsageError(f"--to: {args.to!r} is not one of {', '.join(CONSUMERS)}")
@@ -205,7 +205,7 @@ def cmd_escalate(args: argparse.Namespace) -> int:
 
 
 def cmd_answer(args: argparse.Namespace) -> int:
-    from regulator import dispositions
+    from regulator.rules import dispositions
 
     ledger, policy = _context(args)
     with _refused():
@@ -223,7 +223,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
 
 
 def cmd_route(args: argparse.Namespace) -> int:
-    from regulator.router import route_and_deliver
+    from regulator.host.delivery import route_and_deliver
 
     ledger, layout = _ledger(args)
     defn = definition(args, layout.root)

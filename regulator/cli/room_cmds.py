@@ -16,7 +16,7 @@ def cmd_room(args: argparse.Namespace) -> int:
     roots: list[Path] = []
     stop = threading.Event()
     if args.demo:
-        from regulator.demo import build_demo, run_live
+        from regulator.host.demo import build_demo, run_live
 
         target = Path(tempfile.mkdtemp(prefix="regulator-demo-")) / "calc"
         layout = build_demo(target)
@@ -50,7 +50,11 @@ def cmd_room(args: argparse.Namespace) -> int:
         with refusals():
             for root in roots:  # a person acts in the room under each instance's own people
                 acting_people_check(load_definition(root, Path(override)), root)
-    from tui.app import RoomApp
+    try:
+        # installed from a wheel
+        from regulator.room.app import RoomApp  # type: ignore[import-not-found,import-untyped,unused-ignore]
+    except ModuleNotFoundError:
+        from tui.app import RoomApp  # a source checkout or an editable install
 
     try:
         RoomApp(

@@ -10,8 +10,8 @@ from typing import Any
 
 from regulator.cli.context import definition, instance_root, refusals
 from regulator.cli.main import CliError
-from regulator.describe import describe_obligation
-from regulator.text import visible
+from regulator.protocol.text import visible
+from regulator.views.describe import describe_obligation
 
 
 class _Everything:
@@ -23,9 +23,9 @@ class _Everything:
 
 @contextmanager
 def _refused() -> Iterator[None]:
-    from regulator.execution import ExecutionError
-    from regulator.ledger import LedgerError
-    from regulator.sessions.script import ScenarioError
+    from regulator.host.sessions.script import ScenarioError
+    from regulator.rules.execution import ExecutionError
+    from regulator.rules.ledger import LedgerError
 
     with refusals():
         try:
@@ -35,8 +35,8 @@ def _refused() -> Iterator[None]:
 
 
 def _loop(args: argparse.Namespace) -> Any:
-    from regulator.loop import Loop
-    from regulator.sessions.script import ScriptAdapter, load_scenario
+    from regulator.host.loop import Loop
+    from regulator.host.sessions.script import ScriptAdapter, load_scenario
     from regulator.store import Layout
 
     root = instance_root(args)
@@ -56,7 +56,7 @@ def _loop(args: argparse.Namespace) -> Any:
 
 
 def _workload_types(defn: Any) -> list[str]:
-    from regulator.workload import load_workload
+    from regulator.policy.workload import load_workload
 
     return list(load_workload(defn).unit_types)
 
@@ -168,8 +168,8 @@ def cmd_close(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from regulator.audit_log import summarize_verdict
-    from regulator.budget import summary
+    from regulator.rules.audit_log import summarize_verdict
+    from regulator.rules.budget import summary
 
     loop = _loop(args)
     with _refused():
@@ -215,7 +215,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
-    from regulator.leases import LeaseStore
+    from regulator.host.leases import LeaseStore
     from regulator.store import Layout
 
     store = LeaseStore(Layout(instance_root(args)))
@@ -230,10 +230,10 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_accept(args: argparse.Namespace) -> int:
-    from regulator.acceptance import accept_criterion
-    from regulator.instance import os_user
-    from regulator.ledger import Actor, definition_label
+    from regulator.host.acceptance import accept_criterion
+    from regulator.host.instance import os_user
     from regulator.policy.loader import acting_people_check
+    from regulator.rules.ledger import Actor, definition_label
 
     loop = _loop(args)
     with refusals():
@@ -258,7 +258,7 @@ def cmd_accept(args: argparse.Namespace) -> int:
 
 
 def cmd_evidence(args: argparse.Namespace) -> int:
-    from regulator.audit_log import summarize_verdict
+    from regulator.rules.audit_log import summarize_verdict
 
     loop = _loop(args)
     with _refused():

@@ -7,9 +7,12 @@ through the same no-symlink walk as the logs (see ``_fs``).
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import secrets
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -285,3 +288,23 @@ def list_dir(path: Path, *, kind: Literal["any", "dir", "file"] = "any") -> list
         raise StoreIOError(Path(path), "list", error) from error
     finally:
         os.close(dir_fd)
+
+
+@contextmanager
+def locked_directory(path: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on directory ``path`` (made if missing) for the body.
+
+    A directory lock, not a lock file: the original's directories hold only its own files, and
+    a rename-replaced record cannot be locked itself (the lock would stay on the old inode).
+    """
+    ensure_dir(path)
+    try:
+        # O_NOFOLLOW: the store refuses symlinks under .regulator/, and so does the lock.
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as error:
+        raise StoreIOError(path, "lock", error) from error
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock

@@ -19,11 +19,12 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static, TabbedContent, TabPane
 
-from regulator.budget import summary as budget_summary
-from regulator.timeline import TimelineRow, unit_timeline
-from tui.model import InstanceModel
-from tui.render import one_line, plain
-from tui.widgets.rowtable import Column, RowTable
+from regulator.rules.budget import summary as budget_summary
+from regulator.views.timeline import TimelineRow, unit_timeline
+
+from ..model import InstanceModel
+from ..render import one_line, plain
+from ..widgets.rowtable import Column, RowTable
 
 KIND_GLYPH = {
     "unit": "◆",

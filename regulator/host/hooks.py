@@ -1,0 +1,144 @@
+"""``regulator hook claude-code``: Claude Code's hooks answered by regulator.
+
+``SessionStart`` and ``SessionEnd`` open and settle the session unit of an agent a person runs
+by hand (keyed by Claude Code's ``session_id``). ``PreToolUse`` gives the agent's own tools the
+verdict the definition's ``agents.yaml`` asks for: a read-only tool is allowed; a tool whose
+declared effect needs consent becomes a consent question in the control room when someone is
+there (yes → ``allow``, no → ``deny`` with the person's note as the reason); nobody there →
+what the definition says (by default ``ask``: Claude Code's own prompt takes over). A hook
+that fails must fail closed, so every error of ours becomes ``ask``, never a crash (a crashed
+hook lets the call through).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from regulator.host.agent_session import AgentSession, find_session
+from regulator.host.presence import present
+from regulator.host.session_units import (
+    agent_pid,
+    end_session_unit,
+    register_agent,
+    start_session_unit,
+    unit_id_for,
+    unregister_agent,
+)
+from regulator.host.tools import ToolRefused
+from regulator.policy import Definition
+from regulator.policy.agent_effects import classify, load_agent_effects
+from regulator.protocol.clock import Clock, system_clock
+from regulator.protocol.text import visible
+from regulator.store import Layout
+
+AGENT = "claude-code"
+
+
+def pre_tool_reply(decision: str, reason: str) -> dict[str, Any]:
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": decision,
+            "permissionDecisionReason": reason,
+        }
+    }
+
+
+def _key(payload: Mapping[str, Any]) -> str | None:
+    session_id = payload.get("session_id")
+    return f"claude-{session_id}" if isinstance(session_id, str) and session_id else None
+
+
+def claude_code(
+    payload: Mapping[str, Any],
+    layout: Layout,
+    definition: Definition,
+    *,
+    env: Mapping[str, str] | None = None,
+    clock: Clock = system_clock,
+) -> dict[str, Any]:
+    """The reply to one hook event (the JSON Claude Code reads from the hook's stdout)."""
+    env = os.environ if env is None else env
+    event = payload.get("hook_event_name")
+    key = _key(payload)
+    cwd = Path(str(payload.get("cwd") or Path.cwd()))
+    driven = bool(env.get("REGULATOR_UNIT"))  # `unit drive` started it: the loop owns the unit
+    if event == "SessionStart":
+        if driven or key is None:
+            return {}
+        made = start_session_unit(layout, definition, key, agent=AGENT, cwd=cwd, clock=clock)
+        register_agent(layout, made.unit_id, agent_pid())
+        return {
+            "hookSpecificOutput": {
+                "hookEventName": "SessionStart",
+                "additionalContext": (
+                    f"This session runs under regulator as unit {made.unit_id}. Ask a person "
+                    "with the regulator MCP server's ask_human tool; silence is never consent."
+                ),
+            }
+        }
+    if event == "SessionEnd":
+        if driven or key is None:
+            return {}
+        unregister_agent(layout, agent_pid())
+        unit_id = unit_id_for(key)
+        if layout.unit_record(unit_id).exists():
+            end_session_unit(layout, unit_id, clock=clock)
+        return {}
+    if event == "PreToolUse":
+        return _pre_tool_use(payload, layout, definition, env, key, cwd, clock)
+    return {}
+
+
+def _pre_tool_use(
+    payload: Mapping[str, Any],
+    layout: Layout,
+    definition: Definition,
+    env: Mapping[str, str],
+    key: str | None,
+    cwd: Path,
+    clock: Clock,
+) -> dict[str, Any]:
+    tool = str(payload.get("tool_name") or "")
+    raw_input = payload.get("tool_input")
+    tool_input: dict[str, Any] = raw_input if isinstance(raw_input, dict) else {}
+    rules = load_agent_effects(definition).agents.get(AGENT)
+    if rules is None:
+        return {}
+    verdict = classify(rules, tool, tool_input, layout.root)
+    if verdict.read_only:
+        return pre_tool_reply("allow", f"regulator: {tool} only reads")
+    if verdict.effect is None or verdict.action is None:
+        return {}  # no declared effect: the agent's own permission rules decide
+    if not present(layout, clock):
+        reason = "regulator: nobody is in the control room to ask"
+        return pre_tool_reply(rules.nobody_present, reason)
+    session: AgentSession = find_session(layout, definition, agent=AGENT, env=env, key=key)
+    session.cwd = cwd
+    tools = session.tools()
+    paused = tools.state.paused
+    if paused is not None:
+        return pre_tool_reply("ask", f"regulator: this session is paused ({paused}); decide here")
+    try:
+        result = tools.call(
+            "ask_human",
+            {
+                "kind": "consent",
+                "subject": f"{tool} {verdict.effect}",
+                "question": f"The agent wants to run {visible(verdict.action)}. May it?",
+                "action": verdict.action,
+            },
+        )
+    except ToolRefused as exc:  # the attention budget, most often: the terminal decides
+        return pre_tool_reply("ask", f"regulator: {exc}")
+    note = f" — {result['note']}" if result.get("note") else ""
+    if result.get("answered"):
+        by = result.get("by", "a person")
+        if result.get("disposition") == "accepted":
+            return pre_tool_reply("allow", f"regulator: {by} consented{note}")
+        return pre_tool_reply("deny", f"regulator: {by} refused consent{note}")
+    # Silence is never consent: the question stays owed, and the terminal decides for now.
+    return pre_tool_reply("ask", f"regulator: {result.get('message', 'no answer')}")

@@ -1,0 +1,137 @@
+"""``regulator mcp``: the session tools as an MCP server on stdio, for any MCP-capable agent.
+
+It lists exactly the tools the unit's capability profile grants (``report_result`` always, for a
+contracted unit), and hands every call to the one :class:`SessionTools`, so no gate exists twice.
+A refusal is a tool result with ``isError`` and the refusal's words, which the model reads.
+
+``ask_human`` can wait minutes for a person. The call runs in a worker thread while the server
+sends progress notifications every few seconds, so a client that asked for progress keeps the
+call alive; a client that cancels stops the wait, and the silence is recorded as ``cancelled``.
+Nothing but JSON-RPC is written to stdout.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import mcp_types as types
+import orjson
+from mcp.server import Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
+
+from regulator import __version__
+from regulator.host.agent_session import AgentSession, SessionUnavailable
+from regulator.host.tool_catalog import CATALOG
+from regulator.host.tools import EFFECTS, ToolRefused
+
+PROGRESS_EVERY_S = 5.0
+
+INSTRUCTIONS = (
+    "These tools connect you to regulator, the control plane your work runs under. Ask a person "
+    "with ask_human (silence is never consent); answer your contract with report_result."
+)
+
+
+def _text(value: Any) -> list[types.TextContent]:
+    body = value if isinstance(value, str) else orjson.dumps(value).decode()
+    return [types.TextContent(type="text", text=body)]
+
+
+def tool_list(grants: set[str]) -> list[types.Tool]:
+    listed = []
+    for name, spec in CATALOG.items():
+        if name not in grants:
+            continue
+        effect = EFFECTS[name]
+        listed.append(
+            types.Tool(
+                name=name,
+                description=spec.description,
+                input_schema=spec.input_schema,
+                annotations=types.ToolAnnotations(
+                    read_only_hint=effect == "read-only",
+                    destructive_hint=effect == "irreversible",
+                    open_world_hint=name == "notify_owner",
+                ),
+            )
+        )
+    return listed
+
+
+def build_server(session: AgentSession) -> Server[Any]:
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tool_list(session.grants))
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        name = params.name
+        args = dict(params.arguments or {})
+        outcome: dict[str, Any] = {}
+        cancel = threading.Event()
+
+        def run() -> None:
+            try:
+                # An agent a person started becomes a session unit on its first call.
+                outcome["result"] = session.tools().call(name, args, cancel=cancel)
+            except (ToolRefused, SessionUnavailable) as exc:
+                outcome["refused"] = str(exc)
+            except Exception as exc:  # a tool that breaks must still answer the agent
+                outcome["refused"] = f"{name} failed: {type(exc).__name__}: {exc}"
+
+        started = time.monotonic()
+        async with anyio.create_task_group() as group:
+
+            async def heartbeat() -> None:
+                while True:
+                    await anyio.sleep(PROGRESS_EVERY_S)
+                    waited = int(time.monotonic() - started)
+                    await ctx.session.report_progress(
+                        waited, None, f"waiting for a person ({waited} s)"
+                    )
+
+            group.start_soon(heartbeat)
+            try:
+                # Abandoned on cancel: the thread sees ``cancel`` within one poll and records
+                # the silence as cancelled, which pauses the attempt like any silence.
+                await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+            except anyio.get_cancelled_exc_class():
+                cancel.set()
+                raise
+            finally:
+                group.cancel_scope.cancel()
+        if "refused" in outcome:
+            return types.CallToolResult(content=_text(outcome["refused"]), is_error=True)
+        result = outcome["result"]
+        return types.CallToolResult(content=_text(result), structured_content=result)
+
+    return Server(
+        "regulator",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def serve(session: AgentSession) -> None:
+    """Serve on stdin/stdout until the client closes the connection.
+
+    A session unit this server made ends with it: the agent that started it has gone.
+    """
+    server = build_server(session)
+
+    async def main() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    try:
+        anyio.run(main)
+    finally:
+        session.end()

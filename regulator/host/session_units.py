@@ -1,0 +1,226 @@
+"""Session units: an agent a person started by hand becomes a unit on its first call.
+
+A person running Claude Code, Codex or a shell script in their own repository has no contract
+and no ``unit drive``; their agent's questions must still reach the room, under the same veto,
+pause and attention rules as any unit's. So the first call of such a session creates a unit of
+the workload's ``session`` type, with a generated contract that says who started it, where and
+when. The unit is dispatched while the session runs and settled when it ends (Claude Code's
+``SessionEnd`` hook, ``regulator session end``, or the end of the MCP server or ``ask``): a
+session that left a question unanswered stays blocked with its question owed, like any paused
+unit; one that did not is closed.
+
+Which unit a call belongs to: ``REGULATOR_UNIT`` when the loop started the agent; else the
+key in ``REGULATOR_SESSION``; else the session its agent process registered (the hook's
+``SessionStart`` records the agent's pid, and the MCP server, a child of the same agent, finds
+it among its ancestors); else a new session unit of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from regulator.policy import Definition
+from regulator.policy.workload import Workload, load_workload
+from regulator.protocol.clock import Clock, now_iso, system_clock
+from regulator.protocol.execution import WorkContract
+from regulator.rules.authority import process_os_user
+from regulator.rules.execution import ExecutionStore, UnitExists
+from regulator.rules.regulatory_log import RegulatoryLog
+from regulator.rules.session_journal import SessionJournal
+from regulator.store import (
+    Layout,
+    RecordNotFound,
+    is_valid_unit_id,
+    read_bytes,
+    remove_file,
+    write_json_atomic,
+)
+
+SESSION_TYPE = "session"
+SESSION_ENV = "REGULATOR_SESSION"
+_SHELLS = {"sh", "bash", "dash", "zsh", "fish", "ksh", "env", "timeout", "nohup"}
+
+
+class SessionUnitError(Exception):
+    """A session unit cannot be made: the message says what the definition lacks."""
+
+
+@dataclass(frozen=True)
+class SessionUnit:
+    unit_id: str
+    created: bool
+
+
+def unit_id_for(key: str) -> str:
+    """``session-<key>``, with the key cut to what a unit id may hold."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", key).strip("-.")[:48] or uuid.uuid4().hex[:12]
+    unit_id = f"session-{cleaned}"
+    if not is_valid_unit_id(unit_id):
+        unit_id = f"session-{uuid.uuid4().hex[:12]}"
+    return unit_id
+
+
+def _session_type(workload: Workload) -> None:
+    if SESSION_TYPE not in workload.unit_types:
+        raise SessionUnitError(
+            f"the workload {workload.label} has no unit type `{SESSION_TYPE}` for agents a "
+            "person runs by hand; add one (see docs/agents.md) or start the agent with "
+            "`regulator unit drive`"
+        )
+
+
+def session_contract(
+    unit_id: str, workload: Workload, *, agent: str, cwd: Path, clock: Clock
+) -> WorkContract:
+    user = process_os_user()
+    at = now_iso(clock)
+    return WorkContract.model_validate(
+        {
+            "kind": "task",
+            "id": f"{unit_id}-c",
+            "version": 1,
+            "unitId": unit_id,
+            "unitType": SESSION_TYPE,
+            "workload": {"name": workload.name, "version": workload.version},
+            "objective": (
+                f"an interactive {agent} session started by {user} at {at} in {cwd}: its "
+                "questions are owed to a person, under the same rules as any unit's"
+            ),
+            "constraintRefs": [],
+            "fixed": [],
+            "delegated": [],
+            "unresolved": [],
+            "expectedEvidence": [],
+            "provenance": {"createdBy": "S3", "createdAt": at},
+        }
+    )
+
+
+def start_session_unit(
+    layout: Layout,
+    definition: Definition,
+    key: str,
+    *,
+    agent: str,
+    cwd: Path,
+    clock: Clock = system_clock,
+) -> SessionUnit:
+    """The session unit for ``key``, made and dispatched if it does not exist yet."""
+    workload = load_workload(definition)
+    _session_type(workload)
+    unit_id = unit_id_for(key)
+    store = ExecutionStore(layout, clock)
+    if store.find_unit(unit_id) is not None:
+        return SessionUnit(unit_id, created=False)
+    contract = session_contract(unit_id, workload, agent=agent, cwd=cwd, clock=clock)
+    try:
+        store.create_unit(contract, workload)
+    except UnitExists:  # another process of the same session made it first
+        return SessionUnit(unit_id, created=False)
+    store.set_status(unit_id, "dispatched")
+    return SessionUnit(unit_id, created=True)
+
+
+def end_session_unit(layout: Layout, unit_id: str, *, clock: Clock = system_clock) -> str:
+    """Settle a session unit when its session ends; what it became (closed or blocked)."""
+    store = ExecutionStore(layout, clock)
+    unit = store.unit(unit_id)
+    if unit.unit_type != SESSION_TYPE:
+        raise SessionUnitError(f"{unit_id} is a {unit.unit_type} unit, not a session unit")
+    if unit.status != "dispatched":
+        return unit.status  # already settled: ending twice writes nothing
+    attempt = unit.attempts + 1
+    state = SessionJournal(layout, unit_id, attempt).read()
+    log = RegulatoryLog(layout)
+    log.refresh()
+    waiting = [o for o in log.open_obligations(unit_id) if o.blocks]
+    store.record_attempt(
+        unit_id,
+        contract_version=unit.contract.version,
+        started_at=unit.created_at,
+        ended_at=now_iso(clock),
+        outcome="paused" if state.paused else "no-report",
+        detail=state.paused or "the interactive session ended",
+    )
+    if waiting:
+        store.set_status(
+            unit_id, "blocked", f"the session ended with {len(waiting)} obligation(s) owed"
+        )
+        return "blocked"
+    store.set_status(unit_id, "closed", "the interactive session ended")
+    return "closed"
+
+
+# -- which session a process belongs to ---------------------------------------------------
+
+
+def _agents_dir(layout: Layout) -> Path:
+    return layout.state / "sessions" / "agents"
+
+
+def _ancestors(pid: int) -> list[int]:
+    """``pid`` and its ancestors, nearest first (Linux /proc; elsewhere the parent only)."""
+    chain = [pid]
+    current = pid
+    for _ in range(32):
+        try:
+            stat = Path(f"/proc/{current}/stat").read_text()
+        except OSError:
+            if current == os.getpid():
+                chain.append(os.getppid())
+            break
+        # The command name may hold spaces and parentheses: the fields follow the last ')'.
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        if parent <= 1:
+            break
+        chain.append(parent)
+        current = parent
+    return chain
+
+
+def _name(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def agent_pid() -> int:
+    """The agent this process runs for: the nearest ancestor that is not a shell."""
+    for pid in _ancestors(os.getpid())[1:]:
+        if _name(pid) not in _SHELLS:
+            return pid
+    return os.getppid()
+
+
+def register_agent(layout: Layout, unit_id: str, pid: int) -> None:
+    write_json_atomic(_agents_dir(layout) / f"{pid}.json", {"unitId": unit_id, "pid": pid})
+
+
+def unregister_agent(layout: Layout, pid: int) -> None:
+    remove_file(_agents_dir(layout) / f"{pid}.json")
+
+
+def registered_unit(layout: Layout) -> str | None:
+    """The session unit an ancestor agent of this process registered, if any."""
+    for pid in _ancestors(os.getpid())[1:]:
+        try:
+            data = orjson.loads(read_bytes(_agents_dir(layout) / f"{pid}.json"))
+        except (RecordNotFound, orjson.JSONDecodeError):
+            continue
+        unit_id = data.get("unitId") if isinstance(data, dict) else None
+        if isinstance(unit_id, str) and is_valid_unit_id(unit_id):
+            return unit_id
+    return None
+
+
+def key_from(env: Mapping[str, str]) -> str | None:
+    key = env.get(SESSION_ENV, "").strip()
+    return key or None

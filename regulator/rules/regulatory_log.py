@@ -1,0 +1,798 @@
+"""The regulatory log (``signals.ndjson``) folded into what the instance owes and has asked.
+
+One ``RegulatoryLog`` follows the file with an incremental reader and folds only what was
+appended since its last refresh (upstream-core §2.7): messages, obligations with their history
+and deliveries, interactions with their answers, and which messages routing has cited. Writers
+never update this state directly; they append, and the next refresh folds what they wrote, so
+every process sees the same state through the same code.
+
+Unlike the original, one bad line does not make the log unreadable: it is a problem
+(``file:line: message``), and so is an event for an obligation the log never opened.
+
+A cold start of a large log is made cheap three ways, none visible in what the fold holds:
+lines are checked and built by code compiled from the record models (``fast_records``), with
+pydantic validating only the lines that code does not take (so every refusal reads as it always
+did); the cycle collector is kept out of the way of a large fold (see ``refresh``); and a
+snapshot of the fold (``fold_cache``), written after a cold start that read much of the log,
+lets the next cold start read only what was appended since. The first refresh returns every
+entry of the log either way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import hashlib
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+import orjson
+
+from regulator.protocol.entry import ENTRY_MODELS, RegulatoryEntry, loads_json, validate_entry
+from regulator.protocol.fast_records import (
+    COMPILER,
+    codecs_for,
+    fingerprint,
+    set_dict,
+    set_extra,
+    set_fields_set,
+    set_private,
+)
+from regulator.protocol.interaction import (
+    InteractionAnswered,
+    InteractionRequest,
+    InteractionRequested,
+)
+from regulator.protocol.messages import MESSAGE_MODELS, VsmMessage
+from regulator.protocol.obligations import (
+    Delivery,
+    MessageNoted,
+    Obligation,
+    ObligationAcknowledged,
+    ObligationDelivered,
+    ObligationEscalated,
+    ObligationOpened,
+    ObligationResolved,
+    ObligationState,
+    ObligationSuperseded,
+)
+from regulator.protocol.vocab import TERMINAL_STATUSES
+from regulator.store import Layout, fold_cache
+from regulator.store.ndjson import Problem, TailBatch, TailReader
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    at: str
+    by: str
+    outcome: str
+    channel: str
+    answer: str | None = None
+
+
+@dataclass(slots=True)
+class InteractionState:
+    """A question a unit asked, and every way it ended (oldest first)."""
+
+    request: InteractionRequest
+    answers: list[Answer] = field(default_factory=list)
+
+    @property
+    def answered(self) -> bool:
+        return any(a.outcome == "answered" for a in self.answers)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "request": self.request.to_json_dict(),
+            "answers": [_answer_json(a) for a in self.answers],
+        }
+
+
+def _answer_json(answer: Answer) -> dict[str, object]:
+    out: dict[str, object] = {
+        "at": answer.at,
+        "by": answer.by,
+        "outcome": answer.outcome,
+        "channel": answer.channel,
+    }
+    if answer.answer is not None:
+        out["answer"] = answer.answer
+    return out
+
+
+class RegulatoryLog:
+    """The folded state of one instance's ``signals.ndjson``, kept current by ``refresh()``."""
+
+    def __init__(self, layout: Layout, *, path: Path | None = None) -> None:
+        self.layout = layout
+        self.path = path if path is not None else layout.signals
+        self._reader: _FoldReader[tuple[int, RegulatoryEntry]] = _FoldReader(
+            self.path, self._parse, label=layout.label(self.path)
+        )
+        self._line = 0
+        self._restarts_seen = 0
+        # Only the instance's own log has a snapshot (a log read from elsewhere has none).
+        self._snapshots = SNAPSHOTS and self.path == layout.signals
+        self._tried_snapshot = False
+        self._reset()
+
+    def _parse(self, raw: bytes) -> tuple[int, RegulatoryEntry]:
+        # The reader hands over every physical line in order, bad ones included, so counting
+        # calls gives each entry its line number for problems found while folding.
+        if self._reader.restarts != self._restarts_seen:
+            self._restarts_seen = self._reader.restarts
+            self._line = 0
+        self._line += 1
+        # ``parse_signal_line`` in two steps: a line a fast builder takes is the record pydantic
+        # would have made of it; every other line is validated in full, so that a bad one is
+        # refused with the message it always had.
+        try:
+            data = _loads(raw)
+        except orjson.JSONDecodeError:
+            data = loads_json(raw)  # raises the usual "not JSON: …"
+        if type(data) is dict:
+            tag = data["kind"] if "kind" in data else data.get("type")
+            build = _BUILDERS.get(tag) if type(tag) is str else None
+            if build is not None:
+                try:
+                    entry = build(data)
+                except Exception:  # a list where a word belongs, and the like: pydantic says
+                    entry = None
+                if entry is not None:
+                    return self._line, entry
+        return self._line, validate_entry(data)
+
+    def _reset(self) -> None:
+        self.messages: dict[str, VsmMessage] = {}
+        self.obligations: dict[str, ObligationState] = {}
+        self.interactions: dict[str, InteractionState] = {}
+        self._by_obligation: dict[str, str] = {}  # obligation id → interaction request id
+        self.cited: set[str] = set()
+        self.fold_problems: list[Problem] = []
+        self.lines = 0
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def refresh(self) -> list[RegulatoryEntry]:
+        """Fold what was appended since the last refresh; return the new entries."""
+        new: list[RegulatoryEntry] = []
+        # The fold makes a few long-lived objects per line and no reference cycles. Left on,
+        # the cycle collector would walk everything folded so far again and again while a
+        # large log loads (half the time of a cold load); it is off for the refresh, and what
+        # a large refresh built is moved out of its sight afterwards (``gc.freeze``), so that
+        # it is not walked again on the first collections after either. Reference counting
+        # still frees all of it when the fold is dropped.
+        collecting = gc.isenabled()
+        if collecting:
+            gc.disable()
+        try:
+            # ``whole``: ``new`` will hold every entry of the log, as a snapshot needs.
+            whole = self._reader.offset == 0 and self._reader.next_line == 1
+            if whole and self._snapshots and not self._tried_snapshot:
+                self._tried_snapshot = True  # once: a log that stays empty is not looked for
+                restored = self._restore()
+                if restored is not None:
+                    new = restored
+            start = self._reader.next_line
+            while True:
+                batch = self._reader.refresh(max_bytes=_SLICE_BYTES)
+                if batch.restarted:
+                    self._reset()
+                    new.clear()
+                    whole, start = True, 1
+                fold = self._fold
+                for line, entry in batch.items:
+                    fold(line, entry)
+                    new.append(entry)
+                if not batch.more:
+                    break
+            read = self._reader.next_line - start  # lines of the file this refresh read
+            if whole and self._snapshots and read >= SNAPSHOT_AFTER_LINES:
+                self._save(new)
+            return new
+        finally:
+            if collecting:
+                if len(new) >= _FREEZE_AFTER:
+                    gc.freeze()
+                gc.enable()
+
+    @property
+    def problems(self) -> list[Problem]:
+        """Every bad line and every event the fold could not place, in the order found."""
+        return sorted([*self._reader.problems, *self.fold_problems], key=lambda p: p.line or 0)
+
+    def _problem(self, line: int, message: str) -> None:
+        self.fold_problems.append(Problem(self._reader.label, line, message))
+
+    def _fold(self, line: int, entry: RegulatoryEntry) -> None:
+        if line > self.lines:
+            self.lines = line
+        # One look-up by exact type instead of a chain of isinstance tests: the fold runs once
+        # per line, a million times on a cold load. Records are never subclassed; anything
+        # else (a message) is whatever the table does not name.
+        kind = type(entry)
+        if kind in _OBLIGATION_EVENTS:
+            event: Any = entry  # one of _OBLIGATION_EVENTS; typed loosely, at no cost per line
+            oid = event.obligation_id
+            state = self.obligations.get(oid)
+            if state is None:
+                self._problem(line, f"{event.type} for an unknown obligation {oid}")
+                return
+            # The same id, held once: the state's string instead of one copy per event.
+            event.__dict__["obligation_id"] = state.id
+            state.history.append(event)
+            _apply(state, event)
+        elif kind is ObligationOpened:
+            assert isinstance(entry, ObligationOpened)
+            ob = entry.obligation
+            if ob.id in self.obligations:
+                self._problem(line, f"obligation {ob.id} is opened a second time")
+                return
+            self.obligations[ob.id] = _opened_state(entry)
+            self.cited.update(ob.sources)
+        elif kind is MessageNoted:
+            assert isinstance(entry, MessageNoted)
+            self.cited.add(entry.message)
+        elif kind is InteractionRequested:
+            assert isinstance(entry, InteractionRequested)
+            request = entry.request
+            self.interactions[request.id] = InteractionState(request)
+            self._by_obligation[request.obligation_id] = request.id
+        elif kind is InteractionAnswered:
+            assert isinstance(entry, InteractionAnswered)
+            interaction = self.interactions.get(entry.request_id)
+            # The original ignores an answer to an unknown request; we say so.
+            if interaction is None:
+                self._problem(
+                    line, f"interaction-answered for an unknown request {entry.request_id}"
+                )
+                return
+            interaction.answers.append(
+                Answer(entry.at, entry.by, entry.outcome, entry.channel, entry.answer)
+            )
+        else:
+            message = cast(VsmMessage, entry)
+            self.messages[message.id] = message
+
+    # -- the snapshot -----------------------------------------------------------------------
+
+    def _save(self, new: list[RegulatoryEntry]) -> None:
+        """Write the fold as a snapshot; a cache, so a failure only costs the next cold start."""
+        reader = self._reader
+        if reader.fragment or reader.identity is None or len(new) < 1:
+            return  # a line half written, or no file: nothing a later start could match
+        try:
+            blocks = _encode(self, new)
+            if blocks is None:
+                return
+            dev, ino = reader.identity
+            header = {
+                "format": fold_cache.FORMAT,
+                "version": _SNAPSHOT_VERSION,
+                "fingerprint": _FINGERPRINT,
+                "label": reader.label,
+                "log": fold_cache.LogKey(dev, ino, reader.offset, reader.crc).to_json(),
+                "nextLine": reader.next_line,
+                "line": self._line,
+                "lines": self.lines,
+                "entries": len(new),
+                "readerProblems": [_problem_json(p) for p in reader.problems],
+                "foldProblems": [_problem_json(p) for p in self.fold_problems],
+            }
+            fold_cache.write_snapshot(self.layout, header, blocks)
+        except Exception:  # a cache must never break reading the log: a read-only disk, …
+            return
+
+    def _restore(self) -> list[RegulatoryEntry] | None:
+        """The fold from a snapshot that matches the log, or ``None`` (then: read it all)."""
+        try:
+            with contextlib.closing(fold_cache.read_snapshot(self.layout)) as snapshot:
+                header = next(snapshot)
+                if not (
+                    isinstance(header, dict)
+                    and header.get("format") == fold_cache.FORMAT
+                    and header.get("version") == _SNAPSHOT_VERSION
+                    and header.get("fingerprint") == _FINGERPRINT
+                    and header.get("label") == self._reader.label
+                ):
+                    return None
+                key = fold_cache.LogKey.from_json(header.get("log"))
+                numbers = [header.get(k) for k in ("nextLine", "line", "lines", "entries")]
+                if not all(type(v) is int and v >= 0 for v in numbers):
+                    return None
+                next_line, line, lines, count = (cast(int, v) for v in numbers)
+                # Each line is at least its newline, each entry a line: a count the log could
+                # not hold is refused before anything is made for it.
+                if not (count <= line == next_line - 1 <= key.offset and lines <= line):
+                    return None
+                if not fold_cache.log_matches(self.path, key):
+                    return None
+                reader_problems = [_problem_from(p) for p in _list(header.get("readerProblems"))]
+                fold_problems = [_problem_from(p) for p in _list(header.get("foldProblems"))]
+                fold = _Restored(count)
+                for block in snapshot:  # the file's own check runs when the blocks run out
+                    fold.add(block)
+                new = fold.entries()
+        except Exception:  # torn, edited, stale, someone else's, or none: read the log instead
+            return None
+        self.messages = fold.messages
+        self.obligations = fold.obligations
+        self.interactions = fold.interactions
+        self._by_obligation = fold.by_obligation
+        self.cited = fold.cited
+        self.fold_problems = fold_problems
+        self.lines = lines
+        self._line = line
+        self._reader.resume(
+            identity=(key.dev, key.ino),
+            offset=key.offset,
+            next_line=next_line,
+            crc=key.crc,
+            problems=reader_problems,
+        )
+        self._restarts_seen = self._reader.restarts
+        return new
+
+    # -- questions the folded state answers ------------------------------------------------
+
+    def unrouted(self) -> list[VsmMessage]:
+        """Messages no routing event cites yet, in log order."""
+        return [m for mid, m in self.messages.items() if mid not in self.cited]
+
+    def open_obligations(self, unit: str | None = None) -> list[ObligationState]:
+        """Obligations not yet terminal, optionally only those naming ``unit``."""
+        return [
+            o
+            for o in self.obligations.values()
+            if o.status not in TERMINAL_STATUSES and (unit is None or o.unit == unit)
+        ]
+
+    def interaction_for(self, obligation_id: str) -> InteractionState | None:
+        request_id = self._by_obligation.get(obligation_id)
+        return self.interactions.get(request_id) if request_id is not None else None
+
+
+def _apply(state: ObligationState, event: Any) -> None:
+    kind = type(event)
+    if kind is ObligationDelivered:
+        state.deliveries.append(_delivery(event))
+    elif kind is ObligationAcknowledged:
+        state.acknowledged_by.append(event.by)
+        if state.status == "open":
+            _assign(state, {"status": "acknowledged"})
+    elif kind is ObligationResolved:
+        _assign(
+            state,
+            {
+                "status": "resolved",
+                "closed_at": event.at,
+                "closed_by": event.by,
+                "rationale": event.rationale,
+                "disposition": event.disposition,
+            },
+        )
+    elif kind is ObligationEscalated or kind is ObligationSuperseded:
+        _assign(
+            state,
+            {
+                "status": "escalated" if kind is ObligationEscalated else "superseded",
+                "closed_at": event.at,
+                "closed_by": event.by,
+                "rationale": event.rationale,
+                "successor": event.successor,
+            },
+        )
+
+
+def _assign(state: ObligationState, values: dict[str, Any]) -> None:
+    """``setattr`` for each of ``values``, done as pydantic does it for a plain field.
+
+    For a model without ``validate_assignment``, pydantic's ``__setattr__`` stores the value
+    in ``__dict__`` and adds the name to the fields set; doing both directly skips its
+    per-call dispatch, half a million times on a cold load.
+    """
+    if _DIRECT_ASSIGN:
+        state.__dict__.update(values)
+        state.__pydantic_fields_set__.update(values)
+    else:
+        for name, value in values.items():
+            setattr(state, name, value)
+
+
+_DIRECT_ASSIGN = not ObligationState.model_config.get(
+    "validate_assignment"
+) and not ObligationState.model_config.get("frozen")
+
+
+# The events that name an obligation by ``obligationId`` and land in its history.
+_OBLIGATION_EVENTS: frozenset[type] = frozenset(
+    {
+        ObligationAcknowledged,
+        ObligationResolved,
+        ObligationEscalated,
+        ObligationSuperseded,
+        ObligationDelivered,
+    }
+)
+
+# ``tag → codec`` for every line type the fast path can take (the others: pydantic only).
+_CODECS = codecs_for(ENTRY_MODELS)
+_BUILDERS = {tag: codec.build for tag, codec in _CODECS.items()}
+
+_loads = orjson.loads
+_new = object.__new__
+# How much the reader parses before the fold takes it: 1 byte means one reader chunk (1 MiB),
+# so that the parsed-but-unfolded lines held at once stay few.
+_SLICE_BYTES = 1
+# A refresh that folded this many lines built enough to be worth freezing (see ``refresh``).
+_FREEZE_AFTER = 50_000
+
+_OBLIGATION_FIELDS = tuple(Obligation.model_fields)
+# What ``ObligationState.from_opened`` passes to ``model_construct``, beside the obligation's.
+_STATE_FIELDS_SET = {*_OBLIGATION_FIELDS, "status", "acknowledged_by", "deliveries", "history"}
+
+
+def _state_tail() -> dict[str, object] | None:
+    """The state's own fields in field order, as ``from_opened`` sets them: ``status`` and the
+    three lists it passes (replaced by fresh lists for each state), the defaults of the rest.
+
+    ``None`` if a default is not a plain immutable value: then sharing it would be wrong, and
+    ``from_opened`` itself is used.
+    """
+    tail: dict[str, object] = {}
+    for name, info in ObligationState.model_fields.items():
+        if name in _OBLIGATION_FIELDS:
+            continue
+        if name == "status":
+            tail[name] = "open"
+        elif name in _STATE_FIELDS_SET:
+            tail[name] = None
+        elif info.default_factory is None and type(info.default) in (type(None), str, bool, int):
+            tail[name] = info.default
+        else:
+            return None
+    return tail
+
+
+_STATE_TAIL = _state_tail()
+# ``Delivery.from_event`` passes every field. Delivery is frozen: one shared set does for all.
+_DELIVERY_SET = set(Delivery.model_fields)
+
+
+def _opened_state(event: ObligationOpened) -> ObligationState:
+    """``ObligationState.from_opened(event)``, built the way ``model_construct`` builds it.
+
+    ``model_construct`` walks every field, alias and default for each of a hundred thousand
+    obligations; the result here is the same object (same ``__dict__`` in field order, same
+    fields set), written out once.
+    """
+    if _STATE_TAIL is None:
+        return ObligationState.from_opened(event)
+    ob = event.obligation.__dict__
+    if len(ob) == len(_OBLIGATION_FIELDS):
+        values = ob.copy()  # every field, in field order: a validated or fast-built record
+    else:
+        values = {name: ob[name] for name in _OBLIGATION_FIELDS}
+    values.update(_STATE_TAIL)
+    values["acknowledged_by"] = []
+    values["deliveries"] = []
+    values["history"] = [event]
+    state: ObligationState = _new(ObligationState)
+    set_dict(state, values)
+    # Its own set: the fold assigns to the state, and pydantic records each assignment there.
+    set_fields_set(state, _STATE_FIELDS_SET.copy())
+    set_extra(state, None)
+    set_private(state, None)
+    return state
+
+
+def _delivery(event: ObligationDelivered) -> Delivery:
+    """``Delivery.from_event(event)`` without validating again what the event's check proved."""
+    delivery: Delivery = _new(Delivery)
+    d = event.__dict__
+    set_dict(
+        delivery,
+        {"at": d["at"], "channel": d["channel"], "reminder": d["reminder"], "target": d["target"]},
+    )
+    set_fields_set(delivery, _DELIVERY_SET)
+    set_extra(delivery, None)
+    set_private(delivery, None)
+    return delivery
+
+
+# --- the snapshot -----------------------------------------------------------------------------
+
+#: Whether instances' logs use fold snapshots at all (benchmarks and tests turn it off).
+SNAPSHOTS = True
+#: A cold start that had to read at least this many lines of the log writes a snapshot.
+SNAPSHOT_AFTER_LINES = 50_000
+# Bump when what the fold keeps, or how a snapshot encodes it, changes.
+_SNAPSHOT_VERSION = 1
+# Records per block line: small enough to parse one at a time, large enough to be few.
+_BLOCK_ROWS = 2000
+
+_TAG_OF: dict[type, str] = {model: tag for tag, model in ENTRY_MODELS.items()}
+_MESSAGE_TYPES: frozenset[type] = frozenset(MESSAGE_MODELS)
+
+
+class _Corrupt(Exception):
+    """A snapshot whose blocks do not make a fold."""
+
+
+class _FoldReader(TailReader[T]):
+    """The tail reader, plus what a snapshot needs of it.
+
+    A CRC-32 of every byte read (chunk by chunk, so it costs next to nothing) is what a later
+    start compares against the log; ``resume`` starts reading where a snapshot ended.
+    """
+
+    def __init__(self, path: Path, parse: Callable[[bytes], T], *, label: str) -> None:
+        super().__init__(path, parse, label=label)
+        self.crc = 0
+
+    @property
+    def identity(self) -> tuple[int, int] | None:
+        return self._identity
+
+    def _consume(self, chunk: bytes, batch: TailBatch[T]) -> None:
+        self.crc = zlib.crc32(chunk, self.crc)
+        super()._consume(chunk, batch)
+
+    def _restart(self, batch: TailBatch[T], message: str) -> None:
+        super()._restart(batch, message)
+        self.crc = 0
+
+    def resume(
+        self,
+        *,
+        identity: tuple[int, int],
+        offset: int,
+        next_line: int,
+        crc: int,
+        problems: list[Problem],
+    ) -> None:
+        """Carry on as if the first ``offset`` bytes (``next_line - 1`` lines) had been read."""
+        self._identity = identity
+        self._read_to = offset
+        self._fragment = []
+        self._fragment_len = 0
+        self._next_line = next_line
+        self._access_problem = None
+        self.problems = list(problems)
+        self.crc = crc
+
+
+def _problem_json(problem: Problem) -> list[object]:
+    return [problem.file, problem.line, problem.message]
+
+
+def _problem_from(value: object) -> Problem:
+    if not (isinstance(value, list) and len(value) == 3):
+        raise _Corrupt("bad problem")
+    file, line, message = value
+    if type(file) is not str or type(message) is not str:
+        raise _Corrupt("bad problem")
+    if line is not None and (type(line) is not int or line < 1):
+        raise _Corrupt("bad problem")
+    return Problem(file, line, message)
+
+
+def _list(value: object) -> list[object]:
+    if not isinstance(value, list):
+        raise _Corrupt("expected a list")
+    return value
+
+
+def _encode(log: RegulatoryLog, new: list[RegulatoryEntry]) -> Iterator[list[Any]] | None:
+    """The blocks of a snapshot of ``log``, whose entries since the log's start are ``new``.
+
+    Obligation by obligation — the opening, then its events — because restoring them together
+    touches each obligation's state once, instead of once per event scattered over the whole
+    log; then every other entry in log order. Each entry carries its ordinal in ``new``, so
+    the first refresh after a restore still returns every entry in log order. ``None`` if an
+    entry has no compiled codec, or the fold does not account for every entry it holds.
+    """
+    obligations = log.obligations
+    ordinals: dict[str, list[int]] = {}  # obligation id → ordinals of its history's entries
+    rest = bytearray(len(new))  # 1: an entry of the second part; 2: an answer the fold placed
+    asked: set[str] = set()
+    for index, entry in enumerate(new):
+        # What the fold decided for each entry, decided again the same way: an event lands in
+        # its obligation's history iff the obligation was opened earlier in the log, an answer
+        # on its question iff the question was asked earlier. (Checked against the histories
+        # below, so a fold that ever decides otherwise means no snapshot, not a wrong one.)
+        kind = type(entry)
+        if kind in _OBLIGATION_EVENTS:
+            found = ordinals.get(entry.obligation_id)  # type: ignore[union-attr]
+            if found is not None:
+                found.append(index)
+            else:
+                rest[index] = 1
+        elif kind is ObligationOpened:
+            oid = entry.obligation.id  # type: ignore[union-attr]
+            if oid in ordinals:
+                rest[index] = 1  # opened a second time
+            else:
+                ordinals[oid] = [index]
+        elif kind not in _TO_ROW:
+            return None  # a record with no compiled codec: pydantic's alone
+        elif kind is InteractionRequested:
+            asked.add(entry.request.id)  # type: ignore[union-attr]
+            rest[index] = 1
+        elif kind is InteractionAnswered:
+            rest[index] = 2 if entry.request_id in asked else 1  # type: ignore[union-attr]
+        else:
+            rest[index] = 1
+    if len(ordinals) != len(obligations) or any(
+        len(ordinals.get(oid, ())) != len(state.history) for oid, state in obligations.items()
+    ):
+        return None
+
+    def blocks() -> Iterator[list[Any]]:
+        opened_row = _CODECS["obligation-opened"].to_row
+        rows: list[Any] = []
+        size = 0
+        for oid, state in obligations.items():
+            history = state.history
+            pairs = zip(ordinals[oid], history, strict=True)
+            first, opened = next(pairs)  # a history starts with its opening
+            if new[first] is not opened:
+                raise _Corrupt("the fold's history is not the log's")
+            events: list[Any] = []
+            for ordinal, event in pairs:
+                if new[ordinal] is not event:
+                    raise _Corrupt("the fold's history is not the log's")
+                tag, to_row = _IN_GROUP[type(event)]
+                events.append([ordinal, tag, to_row(event)])
+            rows.append([first, opened_row(opened), events])
+            size += len(history)
+            if size >= _BLOCK_ROWS:
+                yield ["o", rows]
+                rows, size = [], 0
+        if rows:
+            yield ["o", rows]
+        rows = []
+        for index, flag in enumerate(rest):
+            if flag:
+                entry = new[index]
+                tag, to_row = _TO_ROW[type(entry)]
+                rows.append([index, tag, to_row(entry), flag == 2])
+                if len(rows) >= _BLOCK_ROWS:
+                    yield ["e", rows]
+                    rows = []
+        if rows:
+            yield ["e", rows]
+
+    return blocks()
+
+
+# For each record type with a codec: its tag and its encoder.
+_TO_ROW = {
+    model: (tag, _CODECS[tag].to_row) for tag, model in ENTRY_MODELS.items() if tag in _CODECS
+}
+# An obligation's events in its group of a snapshot: rows without the two fields the group
+# already says, their tag and their obligation (``type`` and ``obligation_id``).
+_GROUP_ROWS = {
+    model: COMPILER.given_rows(model, ("type", "obligation_id")) for model in _OBLIGATION_EVENTS
+}
+_IN_GROUP = {model: (_TAG_OF[model], rows.to_row) for model, rows in _GROUP_ROWS.items()}
+_EVENT_FROM_ROW = {_TAG_OF[model]: rows.from_row for model, rows in _GROUP_ROWS.items()}
+
+
+def _fold_fingerprint() -> str:
+    # The records' compiled code (the group rows' too), and the fields of what the fold builds
+    # from them itself: a snapshot from code that differs in any of it is not read.
+    extra = repr((tuple(ObligationState.model_fields), tuple(Delivery.model_fields)))
+    extra += "".join(
+        _GROUP_ROWS[model].source for model in sorted(_GROUP_ROWS, key=_TAG_OF.__getitem__)
+    )
+    return fingerprint(_CODECS) + ":" + hashlib.sha256(extra.encode()).hexdigest()
+
+
+_FINGERPRINT = _fold_fingerprint()
+
+
+class _Restored:
+    """A fold rebuilt from a snapshot's blocks, checked as it goes (``_Corrupt`` if not whole)."""
+
+    def __init__(self, count: int) -> None:
+        self.new: list[Any] = [None] * count
+        # Entries placed so far. A slot is never filled twice (that raises), so all are filled
+        # exactly when this reaches the count — counted per group and block, not per entry.
+        self.filled = 0
+        self.messages: dict[str, VsmMessage] = {}
+        self.obligations: dict[str, ObligationState] = {}
+        self.interactions: dict[str, InteractionState] = {}
+        self.by_obligation: dict[str, str] = {}
+        self.cited: set[str] = set()
+        self._opened = _CODECS["obligation-opened"].from_row
+
+    def add(self, block: object) -> None:
+        if not (isinstance(block, list) and len(block) == 2 and isinstance(block[1], list)):
+            raise _Corrupt("bad block")
+        kind, items = block
+        if kind == "o":
+            for item in items:
+                self._obligation(item)
+        elif kind == "e":
+            for item in items:
+                self._entry(item)
+            self.filled += len(items)
+        else:
+            raise _Corrupt("bad block")
+
+    def _put(self, ordinal: Any, entry: object) -> None:
+        # A non-integer ordinal raises TypeError, one out of range IndexError: both reject.
+        if self.new[ordinal] is not None:
+            raise _Corrupt("an ordinal given twice")
+        self.new[ordinal] = entry
+
+    def _obligation(self, item: Any) -> None:
+        ordinal, row, events = item
+        opened = self._opened(row)
+        if not isinstance(opened, ObligationOpened) or opened.obligation.id in self.obligations:
+            raise _Corrupt("bad obligation")
+        state = _opened_state(opened)
+        oid = state.id
+        self.obligations[oid] = state
+        self.cited.update(opened.obligation.sources)
+        new = self.new
+        if new[ordinal] is not None:
+            raise _Corrupt("an ordinal given twice")
+        new[ordinal] = opened
+        history = state.history
+        from_rows = _EVENT_FROM_ROW
+        deliveries = state.deliveries
+        acknowledged_by = state.acknowledged_by
+        for ordinal, tag, row in events:
+            # Its tag and its obligation are the group's: the row leaves both out.
+            event = from_rows[tag](row, tag, oid)
+            if event is None:
+                raise _Corrupt("bad event")
+            history.append(event)
+            # ``_apply``, with its two commonest cases written out: they are most of the log.
+            kind = type(event)
+            if kind is ObligationDelivered:
+                deliveries.append(_delivery(event))
+            elif kind is ObligationAcknowledged and state.status != "open":
+                acknowledged_by.append(event.by)
+            else:
+                _apply(state, event)
+            if new[ordinal] is not None:
+                raise _Corrupt("an ordinal given twice")
+            new[ordinal] = event
+        self.filled += 1 + len(events)
+
+    def _entry(self, item: Any) -> None:
+        ordinal, tag, row, placed = item
+        entry = _CODECS[tag].from_row(row)
+        if entry is None or type(placed) is not bool:
+            raise _Corrupt("bad entry")
+        kind = type(entry)
+        if kind in _MESSAGE_TYPES:
+            self.messages[entry.id] = entry
+        elif kind is MessageNoted:
+            self.cited.add(entry.message)
+        elif kind is InteractionRequested:
+            request = entry.request
+            self.interactions[request.id] = InteractionState(request)
+            self.by_obligation[request.obligation_id] = request.id
+        elif kind is InteractionAnswered and placed:
+            interaction = self.interactions.get(entry.request_id)
+            if interaction is None:
+                raise _Corrupt("an answer placed on no question")
+            interaction.answers.append(
+                Answer(entry.at, entry.by, entry.outcome, entry.channel, entry.answer)
+            )
+        # Otherwise an event the fold could not place: an entry, and a problem already kept.
+        self._put(ordinal, entry)
+
+    def entries(self) -> list[RegulatoryEntry]:
+        if self.filled != len(self.new):
+            raise _Corrupt("entries missing")
+        return self.new

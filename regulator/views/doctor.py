@@ -1,0 +1,229 @@
+"""``regulator doctor``: is this instance sound enough to run?
+
+Each check says ok, or names its problems and its notices. A problem is something wrong with
+the instance or its definition (a file that does not load, a symlink under ``.regulator/``, a
+veto holding every unit) and makes the command exit 1. A notice is a normal state worth
+knowing (an obligation owed to a person that the next ``remind`` will deliver, a policy that is
+a symlink) and does not. The checks read and never write.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from regulator.host import gitops
+from regulator.host.instance import read_canaries
+from regulator.policy import POLICY_KINDS, Definition, PolicyError
+from regulator.policy.loader import display_path, shipped_policies_dir, symlink_note
+from regulator.protocol.manifest import InstanceManifest
+from regulator.rules.regulatory_log import RegulatoryLog
+from regulator.store import Layout, StoreError
+from regulator.store.logs import instance_logs, instance_records, read_log, read_record
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool  # no problem (notices allowed)
+    detail: str
+    problems: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+
+    @property
+    def level(self) -> str:
+        """``problem``, ``notice`` or ``ok``: the worst of what the check found."""
+        if not self.ok:
+            return "problem"
+        return "notice" if self.notices else "ok"
+
+
+@dataclass
+class DoctorReport:
+    checks: list[Check]
+
+    @property
+    def problem_count(self) -> int:
+        return sum(max(1, len(c.problems)) for c in self.checks if not c.ok)
+
+    @property
+    def notice_count(self) -> int:
+        return sum(len(c.notices) for c in self.checks)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"checks": [{name, level, ok, detail, problems, notices}], "problems": N,
+        "notices": N}``; the command exits 1 exactly when ``problems`` is not 0."""
+        return {
+            "checks": [
+                {
+                    "name": c.name,
+                    "level": c.level,
+                    "ok": c.ok,
+                    "detail": c.detail,
+                    "problems": c.problems,
+                    "notices": c.notices,
+                }
+                for c in self.checks
+            ],
+            "problems": self.problem_count,
+            "notices": self.notice_count,
+        }
+
+
+def _python() -> Check:
+    version = ".".join(map(str, sys.version_info[:3]))
+    ok = sys.version_info >= (3, 11)
+    return Check("python", ok, version if ok else f"{version}; regulator needs 3.11 or later")
+
+
+def _git(root: Path) -> Check:
+    if shutil.which("git") is None:
+        return Check("git", False, "git is not on PATH")
+    top = gitops.toplevel(root)
+    if top is None:
+        return Check("git", False, f"{root} is not a git repository")
+    return Check("git", True, gitops.version() or "git")
+
+
+def _manifest(layout: Layout) -> Check:
+    record, problem = read_record(layout, layout.manifest, InstanceManifest)
+    if problem is not None:
+        return Check("manifest", False, "the instance manifest does not load", [problem])
+    assert isinstance(record, InstanceManifest)
+    return Check(
+        "manifest",
+        True,
+        f"initialized {record.initialized_at} by {record.initialized_by}",
+    )
+
+
+def _policies(definition: Definition) -> list[Check]:
+    checks = []
+    for kind in POLICY_KINDS:
+        try:
+            source = definition.source(kind)
+        except PolicyError as exc:
+            checks.append(Check(f"policy {kind}", False, "cannot be found", exc.problems))
+            continue
+        problems = definition.check()[kind]
+        where = display_path(source) + (" (shipped)" if definition.is_shipped(kind) else "")
+        if problems:
+            checks.append(Check(f"policy {kind}", False, f"{where} is refused", problems))
+        else:
+            policy: Any = getattr(definition, kind)
+            link = symlink_note(source)
+            notices = [link] if link else []
+            checks.append(
+                Check(f"policy {kind}", True, f"{policy.label} from {where}", [], notices)
+            )
+    return checks
+
+
+def _workload(definition: Definition) -> Check:
+    from regulator.policy.workload import load_workload, workload_path
+
+    path = workload_path(definition)
+    try:
+        workload = load_workload(definition)
+    except PolicyError as exc:
+        return Check("workload", False, f"{display_path(path)} is refused", exc.problems)
+    link = symlink_note(path)
+    where = display_path(path) + (" (shipped)" if path.parent == shipped_policies_dir() else "")
+    return Check("workload", True, f"{workload.label} from {where}", [], [link] if link else [])
+
+
+def _files(layout: Layout) -> Check:
+    misplaced = layout.misplaced()
+    if misplaced:
+        return Check(
+            "files",
+            False,
+            f"{len(misplaced)} entr{'y' if len(misplaced) == 1 else 'ies'} under .regulator/ "
+            "the store refuses",
+            misplaced,
+        )
+    return Check("files", True, "no symlink, FIFO or misplaced directory under .regulator/")
+
+
+def _canaries(layout: Layout) -> Check:
+    if not os.path.lexists(layout.canaries):
+        return Check(
+            "canaries",
+            True,
+            "no canaries file",
+            [],
+            [".regulator/canaries is missing: secrets are redacted by shape only, not by value"],
+        )
+    try:
+        values = read_canaries(layout)
+    except StoreError as exc:
+        return Check("canaries", False, "the canaries cannot be read", [str(exc)])
+    return Check("canaries", True, f"{len(values)} value(s) redacted wherever text is shown")
+
+
+def _logs(layout: Layout, log: RegulatoryLog) -> Check:
+    problems = [str(p) for p in log.problems]
+    count = 1
+    try:
+        logs = instance_logs(layout)
+        records = instance_records(layout)
+    except StoreError as exc:  # units/ or leases/ refused: the rest is still checked
+        problems.append(str(exc))
+        logs, records = [], []
+    for spec in logs:
+        if os.path.lexists(spec.path):
+            count += 1
+            _, found = read_log(layout, spec)
+            problems += [str(p) for p in found]
+    for path, model in records:
+        _, problem = read_record(layout, path, model)
+        if problem is not None:
+            problems.append(problem)
+    detail = f"{log.lines} line(s) in signals.ndjson; {count} log(s) read"
+    return Check("logs", not problems, detail, problems)
+
+
+def _obligations(log: RegulatoryLog) -> Check:
+    open_ = log.open_obligations()
+    human = [o for o in open_ if o.consumer == "human"]
+    undelivered = [o for o in human if not o.deliveries]
+    instance_wide = [o for o in open_ if o.blocks and o.unit is None]
+    detail = (
+        f"{len(open_)} open; {len(human)} owed to a person, {len(undelivered)} not delivered; "
+        f"{len(instance_wide)} holding the whole instance"
+    )
+    problems = [
+        f"{o.id[:8]} holds every unit: {o.subject} (owed to {o.consumer})" for o in instance_wide
+    ]
+    # Normal until the next delivery tick (`remind`, `watch`, the loop): worth knowing only.
+    notices = [
+        f"{o.id[:8]} owed to a person is not delivered yet (the next `regulator remind` "
+        f"delivers it): {o.subject}"
+        for o in undelivered
+    ]
+    return Check("obligations", not problems, detail, problems, notices)
+
+
+def run_doctor(root: Path, definition: Definition) -> DoctorReport:
+    layout = Layout(root)
+    checks = [
+        _python(),
+        _git(root),
+        _manifest(layout),
+        _files(layout),
+        _canaries(layout),
+        *_policies(definition),
+        _workload(definition),
+    ]
+    try:
+        log = RegulatoryLog(layout)
+        log.refresh()
+        checks.append(_logs(layout, log))
+        checks.append(_obligations(log))
+    except StoreError as exc:  # e.g. a symlinked directory under .regulator/
+        checks.append(Check("logs", False, "the instance's files cannot be read", [str(exc)]))
+    return DoctorReport(checks)
