@@ -11,7 +11,7 @@ from typing import Any
 from regulator.cli.context import definition, instance_root, refusals
 from regulator.cli.main import CliError
 from regulator.protocol.text import visible
-from regulator.views.describe import describe_obligation
+from regulator.views.describe import describe_obligation, describe_observation
 
 
 class _Everything:
@@ -168,6 +168,7 @@ def cmd_close(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from regulator.protocol.execution import FailureObservation
     from regulator.rules.audit_log import summarize_verdict
     from regulator.rules.budget import summary
 
@@ -182,6 +183,14 @@ def cmd_show(args: argparse.Namespace) -> int:
             f"{unit.attempts} attempt(s){reason}"
         )
     )
+    observed: dict[int, list[FailureObservation]] = {}
+    for o in loop.store.observations(unit.unit_id):
+        observed.setdefault(o.attempt, []).append(o)
+
+    def observations(attempt: int) -> None:
+        for o in observed.pop(attempt, []):
+            print("    " + describe_observation(o).replace("\n", "\n    "))
+
     for a in loop.store.attempts(unit.unit_id):
         detail = f" — {a.detail}" if a.detail else ""
         print(visible(f"  attempt {a.attempt}: {a.outcome}{detail}"))
@@ -194,6 +203,12 @@ def cmd_show(args: argparse.Namespace) -> int:
                     f"{len(ledger.compactions)} compaction(s)"
                 )
             )
+        observations(a.attempt)
+    # Observed during an attempt not (yet) in attempts.ndjson: one still running, or one whose
+    # writer died before its attempt line.
+    for attempt in sorted(observed):
+        print(f"  attempt {attempt}: not ended")
+        observations(attempt)
     for d in loop.store.decisions(unit.unit_id):
         for line in _decision_lines(d):
             print(visible(line))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from regulator.protocol.execution import FailureObservation
 from regulator.protocol.obligations import ObligationState
 from regulator.protocol.text import visible as v
 from regulator.protocol.vocab import TERMINAL_STATUSES
@@ -42,3 +43,14 @@ def describe_obligation(o: ObligationState) -> str:
             f"{v(f'{o.rationale}')}"
         )
     return line
+
+
+def describe_observation(o: FailureObservation) -> str:
+    """``observed AT: cause from source [tool]: message``, the message's further lines indented.
+
+    Every field is made visible; the message keeps its line breaks, each continuation line
+    indented under the first so no record text can pass for a line of the CLI's own.
+    """
+    where = v(o.source) + (f" {v(o.tool_name)}" if o.tool_name else "")
+    message = v(o.message.rstrip("\n"), newlines=True).replace("\n", "\n  ")
+    return f"observed {v(o.at)}: {v(o.cause)} from {where}: {message}"
