@@ -3,6 +3,11 @@
 A session that asks a person looks here first. A fresh presence file means someone can answer
 now, so ``ask_human`` waits (up to the kind's timeout) instead of pausing at once. A file is
 stale after three missed heartbeats: a room that crashed stops counting as a person present.
+
+A room killed outright (SIGKILL, a lost terminal) cannot remove its file. On this host the
+reader need not wait for staleness: a file whose process is gone (no such pid, a zombie, or a
+later process given the same pid) is ignored at once and removed by the next reader or room.
+Another host's processes cannot be probed, so there only the heartbeat tells.
 """
 
 from __future__ import annotations
@@ -10,14 +15,55 @@ from __future__ import annotations
 import os
 import socket
 from datetime import timedelta
+from pathlib import Path
 
 from regulator.protocol.clock import Clock, now_iso, parse_iso, system_clock
 from regulator.protocol.entry import load_record
 from regulator.protocol.ours import Presence
-from regulator.store import Layout, read_bytes, remove_file, write_json_atomic
+from regulator.store import Layout, StoreError, read_bytes, remove_file, write_json_atomic
 
 HEARTBEAT_S = 2.0
 STALE_AFTER_S = 3 * HEARTBEAT_S
+
+
+def _proc_stat(pid: int) -> tuple[str, int] | None:
+    """Process ``pid``'s state letter and start time (clock ticks after boot), from
+    ``/proc/<pid>/stat``; ``None`` where there is no such file (not Linux, or no such pid)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    # Field 2, the command name, is in parentheses and may itself hold spaces and ")".
+    fields = stat[stat.rfind(b")") + 1 :].split()
+    try:
+        return fields[0].decode("ascii"), int(fields[19])
+    except (IndexError, ValueError, UnicodeDecodeError):
+        return None
+
+
+def process_start(pid: int) -> int | None:
+    """When process ``pid`` started, where ``/proc`` says; ``None`` elsewhere."""
+    stat = _proc_stat(pid)
+    return stat[1] if stat is not None else None
+
+
+def ended(record: Presence, host: str) -> bool:
+    """Whether the process that wrote ``record`` is known to be gone (only ``host``'s can be)."""
+    if record.host != host:
+        return False
+    try:
+        os.kill(record.pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # PermissionError: it exists, as another user's process
+        pass
+    stat = _proc_stat(record.pid)
+    if stat is None:
+        return False
+    state, start = stat
+    if state in ("Z", "X"):  # killed, not yet reaped by its parent
+        return True
+    return record.process_start is not None and start != record.process_start
 
 
 class PresenceFile:
@@ -31,14 +77,23 @@ class PresenceFile:
         self.path = layout.presence(self.host, self.pid)
         self.person = person
         self.since = now_iso(clock)
+        self.process_start = process_start(self.pid)
+        self._swept = False
 
     def beat(self) -> None:
+        if not self._swept:  # a room opening clears what rooms killed before it left behind
+            self._swept = True
+            try:
+                present(self.layout, self.clock)
+            except (OSError, StoreError):
+                pass  # the write below names the problem, if it is the presence directory
         record = Presence(
             person=self.person,
             host=self.host,
             pid=self.pid,
             since=self.since,
             heartbeat_at=now_iso(self.clock),
+            process_start=self.process_start,
         )
         write_json_atomic(self.path, record.to_json_dict())
 
@@ -46,16 +101,33 @@ class PresenceFile:
         remove_file(self.path)
 
 
+def _forget(path: Path, data: bytes) -> None:
+    """Remove a dead process's file, unless it changed since it was read (a new process given
+    the same pid has just written it)."""
+    try:
+        if read_bytes(path) == data:
+            remove_file(path)
+    except (OSError, StoreError):  # gone already, or an instance this reader may not change
+        pass
+
+
 def present(layout: Layout, clock: Clock = system_clock) -> list[Presence]:
-    """The people with a fresh presence file on this instance."""
+    """The people with a fresh presence file on this instance, whose process is not gone.
+
+    The files of processes known to be gone are removed on the way.
+    """
     now = clock()
+    host = socket.gethostname()
     fresh = []
     for path in layout.list_presence():
         try:
-            record = load_record(Presence, read_bytes(path))
+            data = read_bytes(path)
+            record = load_record(Presence, data)
             beat = parse_iso(record.heartbeat_at)
         except Exception:  # a half-written or foreign file is simply not a presence
             continue
-        if now - beat <= timedelta(seconds=STALE_AFTER_S):
+        if ended(record, host):
+            _forget(path, data)
+        elif now - beat <= timedelta(seconds=STALE_AFTER_S):
             fresh.append(record)
     return fresh
