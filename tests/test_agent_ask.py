@@ -203,3 +203,44 @@ def test_session_start_and_end_open_and_close_the_session_unit(instance: Path) -
     assert json.loads((unit_dir / "unit.json").read_text())["status"] == "dispatched"
     finish(hook(instance, payload("session_end")))
     assert json.loads((unit_dir / "unit.json").read_text())["status"] == "closed"
+
+
+def test_a_resumed_claude_code_session_gets_a_new_unit_and_the_old_stays_closed(
+    instance: Path,
+) -> None:
+    decision(hook(instance, payload("session_start")))
+    finish(hook(instance, payload("session_end")))
+    resumed = decision(hook(instance, {**payload("session_start"), "source": "resume"}))
+    units = sorted(p.name for p in (instance / ".regulator" / "units").iterdir())
+    assert len(units) == 2 and units[1] == units[0] + "-2"
+    assert units[1] in resumed["additionalContext"]
+    status = {
+        u: json.loads((instance / ".regulator" / "units" / u / "unit.json").read_text())["status"]
+        for u in units
+    }
+    assert status == {units[0]: "closed", units[1]: "dispatched"}
+
+
+def test_a_session_that_ended_owing_a_question_closes_once_it_is_answered(
+    instance: Path,
+) -> None:
+    code, _, _ = finish(start(*CONSENT, cwd=instance))
+    assert code == 3
+    log = RegulatoryLog(Layout(instance))
+    log.refresh()
+    (owed,) = [o for o in log.open_obligations() if o.concern == "interaction"]
+    again = run_cli("session", "end", owed.unit or "", cwd=instance)
+    assert again.stdout.strip().endswith("blocked")  # still owed: nothing changes
+    answer(instance, owed.id, "no", note="not today")
+    done = run_cli("session", "end", owed.unit or "", cwd=instance)
+    assert done.returncode == 0 and done.stdout.strip().endswith("closed")
+
+
+def test_hook_consents_spend_none_of_the_sessions_attention_budget(
+    instance: Path, someone_present: None
+) -> None:
+    for n in range(3):  # the shipped budget is two blocking questions an attempt
+        asking = hook(instance, payload("pre_tool_use_bash_rm"))
+        question = open_question(instance)
+        answer(instance, question.id, "yes")
+        assert decision(asking)["permissionDecision"] == "allow", n

@@ -141,25 +141,36 @@ def tool(root: Path, name: str, arguments: dict[str, Any], unit: str) -> tuple[i
 def test_regulator_tool_shares_the_pause_with_the_attempts_other_processes(
     project: Path,
 ) -> None:
-    drive_agent(
-        project,
-        "m4",
-        [
-            {
-                "tool": "ask_human",
-                "arguments": {
-                    "kind": "choice",
-                    "subject": "s",
-                    "question": "which?",
-                    "options": ["a", "b"],
-                },
-            }
-        ],
+    """An agent without MCP calls `regulator tool` once per call: the pause one call leaves
+    holds for the next process of the same attempt."""
+    agent = project.parent / "shell-agent.sh"
+    out = project.parent / "shell-agent.out"
+    choice = json.dumps(
+        {"kind": "choice", "subject": "s", "question": "which?", "options": ["a", "b"]}
     )
-    code, out = tool(project, "notify_owner", {"message": "hello"}, "m4")
-    assert code == 1 and "paused" in out["refused"]
-    code, out = tool(project, "read_conventions", {}, "m4")
-    assert code == 0 and isinstance(out, dict)
+    agent.write_text(
+        "#!/bin/sh\n"
+        f"R='{sys.executable} -m regulator tool'\n"
+        f"echo '{choice}' | $R ask_human > {out}.1; echo \"exit $?\" >> {out}.1\n"
+        f'echo \'{{"message": "hi"}}\' | $R notify_owner > {out}.2; echo "exit $?" >> {out}.2\n'
+        f"$R read_conventions --json '{{}}' > {out}.3; echo \"exit $?\" >> {out}.3\n"
+    )
+    agent.chmod(0o755)
+    loop = Loop(
+        Layout(project),
+        load_definition(project),
+        adapters={"script": CommandAdapter(SessionSpec(adapter="command", command=[str(agent)]))},
+        models=MODELS,
+    )
+    outcome = loop.dispatch(contract("m4", "objective"))
+    asked, notified, read = (Path(f"{out}.{n}").read_text().splitlines() for n in (1, 2, 3))
+    assert json.loads(asked[0])["paused"] is True and asked[1] == "exit 0"
+    assert "paused" in json.loads(notified[0])["refused"] and notified[1] == "exit 1"
+    assert read[1] == "exit 0"
+    assert outcome.attempt is not None and outcome.attempt.outcome == "paused"
+    # The attempt is over: nothing acts for the blocked unit any more.
+    code, said = tool(project, "read_conventions", {}, "m4")
+    assert code == 1 and "not running" in said
 
 
 def test_a_consent_answered_in_the_room_reaches_the_mcp_client_with_the_note(

@@ -79,8 +79,12 @@ def open_session(
     contract = store.current_contract(unit.unit_id)
     if contract is None:
         raise SessionUnavailable(f"unit {unit.unit_id} has no contract")
-    if unit.status in ("closed", "aborted"):
-        raise SessionUnavailable(f"unit {unit.unit_id} is {unit.status}: its session is over")
+    if unit.status != "dispatched":
+        # Only a running session has tools: a blocked unit waits for a person or the loop,
+        # and nothing may act for it meanwhile (its veto stands).
+        raise SessionUnavailable(
+            f"unit {unit.unit_id} is {unit.status}, not running: its session has ended"
+        )
     # While a session runs, its attempt is not recorded yet: the current one is the next.
     attempt = address.attempt if address.attempt is not None else unit.attempts + 1
     worktree = layout.worktree(unit.unit_id)
@@ -130,6 +134,10 @@ class AgentSession:
 
     def tools(self) -> SessionTools:
         if self._tools is None:
+            if self.address is None and self.key is None:
+                # Looked up again at the first call: the agent's SessionStart hook may have
+                # registered its session unit after this process started.
+                self.address = _registered(self.layout, self.clock)
             if self.address is None:
                 key = self.key or f"{self.agent}-{uuid.uuid4().hex[:8]}"
                 try:
@@ -162,6 +170,17 @@ class AgentSession:
         return end_session_unit(self.layout, self.address.unit_id, clock=self.clock)
 
 
+def _registered(layout: Layout, clock: Clock) -> SessionAddress | None:
+    """The running session unit an ancestor agent registered, if any."""
+    unit_id = registered_unit(layout)
+    if unit_id is None:
+        return None
+    unit = ExecutionStore(layout, clock).find_unit(unit_id)
+    if unit is None or unit.status != "dispatched":
+        return None  # a registration its session outlived
+    return SessionAddress(unit_id, None)
+
+
 def find_session(
     layout: Layout,
     definition: Definition,
@@ -177,7 +196,5 @@ def find_session(
     address = address_from(env)
     key = key or key_from(env)
     if address is None and key is None:
-        registered = registered_unit(layout)
-        if registered is not None:
-            address = SessionAddress(registered, None)
+        address = _registered(layout, clock)
     return AgentSession(layout, definition, agent, address, key=key, clock=clock)

@@ -21,10 +21,10 @@ from regulator.host.agent_session import AgentSession, find_session
 from regulator.host.presence import present
 from regulator.host.session_units import (
     agent_pid,
+    current_unit,
     end_session_unit,
     register_agent,
     start_session_unit,
-    unit_id_for,
     unregister_agent,
 )
 from regulator.host.tools import ToolRefused
@@ -84,9 +84,9 @@ def claude_code(
         if driven or key is None:
             return {}
         unregister_agent(layout, agent_pid())
-        unit_id = unit_id_for(key)
-        if layout.unit_record(unit_id).exists():
-            end_session_unit(layout, unit_id, clock=clock)
+        unit = current_unit(layout, key, clock)
+        if unit is not None:
+            end_session_unit(layout, unit.unit_id, clock=clock)
         return {}
     if event == "PreToolUse":
         return _pre_tool_use(payload, layout, definition, env, key, cwd, clock)
@@ -131,6 +131,7 @@ def _pre_tool_use(
                 "question": f"The agent wants to run {visible(verdict.action)}. May it?",
                 "action": verdict.action,
             },
+            host_asked=True,
         )
     except ToolRefused as exc:  # the attention budget, most often: the terminal decides
         return pre_tool_reply("ask", f"regulator: {exc}")

@@ -63,6 +63,9 @@ def tool_list(grants: set[str]) -> list[types.Tool]:
 
 
 def build_server(session: AgentSession) -> Server[Any]:
+    # One call at a time: a call that arrives while a question waits (or while its silence is
+    # being recorded) must see the pause that question leaves behind.
+    serial = anyio.Lock()
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
@@ -71,10 +74,17 @@ def build_server(session: AgentSession) -> Server[Any]:
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        async with serial:
+            return await _call(ctx, params)
+
+    async def _call(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
         name = params.name
         args = dict(params.arguments or {})
         outcome: dict[str, Any] = {}
         cancel = threading.Event()
+        finished = threading.Event()
 
         def run() -> None:
             try:
@@ -84,6 +94,8 @@ def build_server(session: AgentSession) -> Server[Any]:
                 outcome["refused"] = str(exc)
             except Exception as exc:  # a tool that breaks must still answer the agent
                 outcome["refused"] = f"{name} failed: {type(exc).__name__}: {exc}"
+            finally:
+                finished.set()
 
         started = time.monotonic()
         async with anyio.create_task_group() as group:
@@ -103,6 +115,10 @@ def build_server(session: AgentSession) -> Server[Any]:
                 await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
             except anyio.get_cancelled_exc_class():
                 cancel.set()
+                # Let the silence be recorded (and the pause with it) before the next call can
+                # arrive: otherwise an effect could slip in between the cancel and the pause.
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(finished.wait, 5.0)
                 raise
             finally:
                 group.cancel_scope.cancel()

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +29,7 @@ import orjson
 from regulator.policy import Definition
 from regulator.policy.workload import Workload, load_workload
 from regulator.protocol.clock import Clock, now_iso, system_clock
-from regulator.protocol.execution import WorkContract
+from regulator.protocol.execution import UnitRecord, WorkContract
 from regulator.rules.authority import process_os_user
 from regulator.rules.execution import ExecutionStore, UnitExists
 from regulator.rules.regulatory_log import RegulatoryLog
@@ -103,6 +103,25 @@ def session_contract(
     )
 
 
+def _candidates(unit_id: str) -> Iterator[str]:
+    """``session-<key>``, then ``session-<key>-2``, ``-3``…: one unit per run of the session."""
+    yield unit_id
+    for n in range(2, 1000):
+        yield f"{unit_id}-{n}"
+
+
+def current_unit(layout: Layout, key: str, clock: Clock = system_clock) -> UnitRecord | None:
+    """The latest session unit made for ``key`` (a resumed session gets a new one)."""
+    store = ExecutionStore(layout, clock)
+    latest = None
+    for candidate in _candidates(unit_id_for(key)):
+        unit = store.find_unit(candidate)
+        if unit is None:
+            break
+        latest = unit
+    return latest
+
+
 def start_session_unit(
     layout: Layout,
     definition: Definition,
@@ -112,35 +131,50 @@ def start_session_unit(
     cwd: Path,
     clock: Clock = system_clock,
 ) -> SessionUnit:
-    """The session unit for ``key``, made and dispatched if it does not exist yet."""
+    """The running session unit for ``key``, made and dispatched if there is none.
+
+    A key whose unit has ended (closed, or blocked on what it left owed) gets a new unit:
+    a resumed agent session is a new run, and an ended unit is never reopened.
+    """
     workload = load_workload(definition)
     _session_type(workload)
-    unit_id = unit_id_for(key)
     store = ExecutionStore(layout, clock)
-    if store.find_unit(unit_id) is not None:
-        return SessionUnit(unit_id, created=False)
-    contract = session_contract(unit_id, workload, agent=agent, cwd=cwd, clock=clock)
-    try:
-        store.create_unit(contract, workload)
-    except UnitExists:  # another process of the same session made it first
-        return SessionUnit(unit_id, created=False)
-    store.set_status(unit_id, "dispatched")
-    return SessionUnit(unit_id, created=True)
+    for unit_id in _candidates(unit_id_for(key)):
+        found = store.find_unit(unit_id)
+        if found is not None:
+            if found.status == "dispatched":
+                return SessionUnit(unit_id, created=False)
+            continue
+        contract = session_contract(unit_id, workload, agent=agent, cwd=cwd, clock=clock)
+        try:
+            store.create_unit(contract, workload)
+        except UnitExists:  # another process of the same session made it first
+            return SessionUnit(unit_id, created=False)
+        store.set_status(unit_id, "dispatched")
+        return SessionUnit(unit_id, created=True)
+    raise SessionUnitError(f"too many runs of session {key}")
 
 
 def end_session_unit(layout: Layout, unit_id: str, *, clock: Clock = system_clock) -> str:
-    """Settle a session unit when its session ends; what it became (closed or blocked)."""
+    """Settle a session unit; what it became (closed, or blocked while something is owed).
+
+    Ending a session records its one attempt. Ending it again once what it left owed has been
+    dispositioned closes it; otherwise it writes nothing.
+    """
     store = ExecutionStore(layout, clock)
     unit = store.unit(unit_id)
     if unit.unit_type != SESSION_TYPE:
         raise SessionUnitError(f"{unit_id} is a {unit.unit_type} unit, not a session unit")
+    log = RegulatoryLog(layout)
+    log.refresh()
+    waiting = [o for o in log.open_obligations(unit_id) if o.blocks]
+    if unit.status == "blocked" and not waiting:
+        store.set_status(unit_id, "closed", "the interactive session ended")
+        return "closed"
     if unit.status != "dispatched":
         return unit.status  # already settled: ending twice writes nothing
     attempt = unit.attempts + 1
     state = SessionJournal(layout, unit_id, attempt).read()
-    log = RegulatoryLog(layout)
-    log.refresh()
-    waiting = [o for o in log.open_obligations(unit_id) if o.blocks]
     store.record_attempt(
         unit_id,
         contract_version=unit.contract.version,
@@ -156,6 +190,10 @@ def end_session_unit(layout: Layout, unit_id: str, *, clock: Clock = system_cloc
         return "blocked"
     store.set_status(unit_id, "closed", "the interactive session ended")
     return "closed"
+
+
+def is_session_unit(unit: UnitRecord) -> bool:
+    return unit.unit_type == SESSION_TYPE
 
 
 # -- which session a process belongs to ---------------------------------------------------

@@ -163,6 +163,7 @@ class SessionTools:
         self.worktree = worktree
         # A contracted unit can always report; a session unit a person started has nothing to
         # report against and is never offered report_result.
+        self.contracted = contracted
         self.grants = set(grants) | ({"report_result"} if contracted else set())
         self.guard = guard
         self.clock = clock
@@ -200,6 +201,7 @@ class SessionTools:
         *,
         cancel: threading.Event | None = None,
         max_wait_s: float | None = None,
+        host_asked: bool = False,
     ) -> dict[str, Any]:
         """Run one tool, or refuse it; a refusal or error is also a failure observation.
 
@@ -208,6 +210,7 @@ class SessionTools:
         """
         self._local.cancel = cancel if cancel is not None else threading.Event()
         self._local.max_wait_s = max_wait_s
+        self._local.host_asked = host_asked
         try:
             self._gate(name)
             handler = getattr(self, f"_tool_{name}")
@@ -366,6 +369,7 @@ class SessionTools:
 
     def _tool_ask_human(self, args: dict[str, Any]) -> dict[str, Any]:
         kind = str(args.get("kind", ""))
+        host: bool = getattr(self._local, "host_asked", False)
         if kind not in CONTINUES_WITHOUT_ANSWER:
             raise ToolRefused(
                 f"kind {kind!r} is not one of recap, choice, clarification, consent, uat"
@@ -379,11 +383,16 @@ class SessionTools:
         with self.journal.locked() as (state, append):
             # Without a valid policy nobody is asked and every question pauses (the original's
             # rule), so the cap is not what refuses it.
-            if waits and policy is not None and state.blocking_asked >= cap:
-                raise ToolRefused(
-                    f"the attention budget is spent: {cap} blocking question(s) per attempt. "
+            if waits and not host and policy is not None and state.blocking_asked >= cap:
+                instead = (
                     "Record the decision as residualUncertainty in your report, where the "
                     "routing policy decides what it costs, or offer it as a recap"
+                    if self.contracted
+                    else "Decide it yourself where it is reversible and offer it as a recap"
+                )
+                raise ToolRefused(
+                    f"the attention budget is spent: {cap} blocking question(s) per attempt. "
+                    f"{instead}"
                 )
             with self.ledger.transaction() as txn:
                 asked = ask_in(
@@ -405,7 +414,15 @@ class SessionTools:
                 # The log's lock is held and our lines are not written yet: any answer lands
                 # after this offset, so the wait reads only what is appended from here.
                 since = _size(self.layout.signals)
-            append({"event": "asked", "obligation": asked.obligation.id, "blocking": waits})
+            # A consent the host asks for an agent's own tool call (a hook) is the host's
+            # question, not the unit's: it spends none of the unit's attention budget.
+            append(
+                {
+                    "event": "asked",
+                    "obligation": asked.obligation.id,
+                    "blocking": waits and not host,
+                }
+            )
         request = asked.request
         outcome = "unavailable"
         if asking_now and request.timeout_ms > 0:
@@ -416,6 +433,16 @@ class SessionTools:
         with self.ledger.transaction() as txn:
             txn.answer_interaction(request.id, outcome=outcome, by="S1", channel="none")
         short = asked.obligation.id[:8]
+        if host and waits:
+            # The tool call it was asked for is not made (silence is never consent); the
+            # question stays owed, and the session is not paused over the host's question.
+            return {
+                "answered": False,
+                "outcome": outcome,
+                "paused": False,
+                "obligation": short,
+                "message": f"No answer ({outcome}): the question stays owed as {short}.",
+            }
         if not waits:
             return {
                 "answered": False,
