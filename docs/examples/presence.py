@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from regulator.presence import PresenceFile
+from regulator.host.presence import PresenceFile
 from regulator.store import Layout
 
 presence = PresenceFile(Layout(Path(sys.argv[1])), sys.argv[2] if len(sys.argv) > 2 else "alice")
