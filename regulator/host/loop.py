@@ -29,6 +29,7 @@ from regulator.host.delivery import route_and_deliver
 from regulator.host.leases import LeaseError, LeaseStore
 from regulator.host.prompt import Fact, render_prompt
 from regulator.host.sessions import SessionAdapter, SessionResult, SessionRun
+from regulator.host.thrash import ThrashDetector
 from regulator.host.tools import SessionTools
 from regulator.host.worktree import (
     Conflicted,
@@ -49,28 +50,34 @@ from regulator.protocol.execution import AttemptRecord, RecoveryDecision, UnitRe
 from regulator.protocol.messages import AuditFinding
 from regulator.protocol.obligations import ObligationState
 from regulator.rules.audit_log import AuditLog, audit_finding_for_verdict, summarize_verdict
+from regulator.rules.authority import check_disposition_authority, owed_to_s5
 from regulator.rules.budget import BudgetGuard, available_models, choose_models, no_model_error
+from regulator.rules.dispositions import Refusal, resolve
 from regulator.rules.execution import (
     ExecutionError,
     ExecutionStore,
     check_contract,
+    check_replan,
     check_result_report,
     report_signals,
 )
-from regulator.rules.ledger import Ledger
+from regulator.rules.ledger import Actor, Ledger
 from regulator.rules.memory_store import MemoryStore
 from regulator.rules.recovery import (
     Classification,
+    Waiting,
     awaiting_decision,
     blocked_reason,
+    cite,
     classify_failure,
     disposition_by_decision_in,
     escalation_signal,
     make_decision,
+    waiting_on,
 )
 from regulator.rules.regulatory_log import RegulatoryLog
 from regulator.rules.veto import progression_veto
-from regulator.store import Layout
+from regulator.store import Layout, StoreError
 
 Status = Literal["closed", "refused", "blocked", "held"]
 
@@ -173,14 +180,23 @@ class Loop:
                     "only a blocked unit is dispatched again"
                 )
             if (unit.contract.id, unit.contract.version) != (contract.id, contract.version):
-                problems.append(
-                    f"contract: {unit.unit_id} runs {unit.contract.id} v{unit.contract.version}; "
-                    f"{contract.id} v{contract.version} would be a replan"
-                )
+                runs = f"{unit.unit_id} runs {unit.contract.id} v{unit.contract.version}"
+                if contract.id == unit.contract.id and contract.version < unit.contract.version:
+                    problems.append(
+                        f"contract: {runs}; v{contract.version} was replanned: drive the version "
+                        "in force"
+                    )
+                else:
+                    problems.append(
+                        f"contract: {runs}; {contract.id} v{contract.version} would be a "
+                        f"replan: `regulator unit replan {unit.unit_id} --contract FILE`"
+                    )
             ceiling = self._ceiling(unit.unit_type)
-            if unit.attempts >= ceiling:
+            used = self.attempts_under_contract(unit)
+            if used >= ceiling:
+                under = f" under v{unit.contract.version}" if used != unit.attempts else ""
                 problems.append(
-                    f"attempts: {unit.unit_id} has used {unit.attempts} of {ceiling} attempt(s)"
+                    f"attempts: {unit.unit_id} has used {used} of {ceiling} attempt(s){under}"
                 )
         problems += [
             f"{p.path}: {p.message}"
@@ -209,6 +225,7 @@ class Loop:
             unit = self.store.set_status(unit_id, "blocked", reason)
             return Outcome("blocked", unit, reason=reason)
         worktree = started.path
+        started_revision = head_of(worktree)
         attempt = unit.attempts + 1
         if hint is None:
             hint = self.redispatch_hint(unit)
@@ -267,6 +284,7 @@ class Loop:
                 error = f"the session failed: {type(exc).__name__}: {exc}"
         guard.tick()
         ended_at = now_iso(self.clock)
+        self._scan_writes(unit_id, attempt, worktree, started_revision)
         self._route()
         session_id = result.session_id if result is not None else None
         return self._settle(
@@ -457,11 +475,7 @@ class Loop:
                 "command": command,
                 "observation": observation,
                 "revision": revision,
-                "environment": {
-                    "node": f"python {platform.python_version()}",
-                    "platform": sys.platform,
-                    "arch": platform.machine() or "unknown",
-                },
+                "environment": _environment(),
                 "at": now_iso(self.clock),
             }
         )
@@ -653,9 +667,10 @@ class Loop:
             recovery,
             unit,
             classification,
-            self.store.decisions(unit_id),
+            self.decisions_under_contract(unit),
             self._ceiling(unit.unit_type),
             clock=self.clock,
+            attempts_used=self.attempts_under_contract(unit),
         )
         self.store.record_decision(decision)
         self._apply(unit, decision)
@@ -699,7 +714,9 @@ class Loop:
                 signal = escalation_signal(decision, unit.unit_id, self.clock)
                 txn.append_raw(signal)
                 cites.append(signal.id)
-            disposition_by_decision_in(txn, decision, routing, cites)
+            disposition_by_decision_in(
+                txn, decision, routing, cites, interaction_policy=self.definition.interaction
+            )
 
     # -- the autoloop ------------------------------------------------------------------------
 
@@ -753,8 +770,268 @@ class Loop:
     def awaiting_decision(self, unit_id: str) -> ObligationState | None:
         return awaiting_decision(self.log, unit_id)
 
+    def waiting_on(self, unit_id: str) -> Waiting | None:
+        """The recovery action a blocked unit waits on, and the obligation that holds it."""
+        return waiting_on(self.log, self.store.decisions(unit_id), unit_id)
+
+    # -- the contract in force -----------------------------------------------------------------
+
+    def _replanned_at(self, unit: UnitRecord) -> str | None:
+        """When the contract in force replaced its predecessor; ``None``: never replanned."""
+        contract = self.store.contract(unit.unit_id, unit.contract.version)
+        if contract is None or contract.provenance.predecessor is None:
+            return None
+        return contract.provenance.created_at
+
+    def attempts_under_contract(self, unit: UnitRecord) -> int:
+        """Attempts the ceiling counts: all of them, or after a replan those of the new version."""
+        if self._replanned_at(unit) is None:
+            return unit.attempts
+        version = unit.contract.version
+        return sum(1 for a in self.store.attempts(unit.unit_id) if a.contract_version == version)
+
+    def decisions_under_contract(self, unit: UnitRecord) -> list[RecoveryDecision]:
+        """The decisions occurrences count over: after a replan, those made since."""
+        decisions = self.store.decisions(unit.unit_id)
+        since = self._replanned_at(unit)
+        if since is None:
+            return decisions
+        moment = parse_iso(since)
+        return [d for d in decisions if parse_iso(d.decided_at) >= moment]
+
+    # -- acting on a waiting decision ----------------------------------------------------------
+
+    def _authorize(
+        self, actor: Actor, by: str, severity: str, disposition: str, wait: ObligationState | None
+    ) -> None:
+        policy = self.definition.interaction
+        s5 = wait is not None and owed_to_s5(self.log.obligations, wait, policy)
+        refusal = check_disposition_authority(
+            policy, by, severity=severity, disposition=disposition, s5=s5, os_user=actor.os_user
+        )
+        if refusal is not None:
+            raise Refusal(refusal)
+
+    def replan(
+        self,
+        unit_id: str,
+        contract: WorkContract,
+        by: str,
+        actor: Actor,
+        *,
+        reason: str | None = None,
+    ) -> Replanned:
+        """S3's replan, made by a person: the contract's next version governs the unit.
+
+        ``contract`` may be the current version edited in place (it is written as the next
+        one) or the next version itself. Its predecessor is the version in force, with
+        ``reason`` (or the reason the contract gives). The replan gate (:func:`check_replan`)
+        and the person's authority are checked before anything is written; then the version is
+        written and the unit's waiting ``replan`` decision, if any, resolved as ``replan``.
+        """
+        self._route()
+        unit = self.store.unit(unit_id)
+        if unit.status not in ("blocked", "contracted"):
+            raise ExecutionError(
+                f"unit {unit_id} is {unit.status}; only a blocked unit is replanned"
+            )
+        current = self.store.contract(unit_id, unit.contract.version)
+        if current is None:
+            raise ExecutionError(f"unit {unit_id} has no contract v{unit.contract.version}")
+        waiting = self.waiting_on(unit_id)
+        wait = waiting.obligation if waiting is not None and waiting.action == "replan" else None
+        given = contract.provenance.predecessor
+        why = (reason or "").strip() or (given.reason if given is not None else "")
+        if not why and waiting is not None and wait is not None:
+            why = f"replan after {cite(waiting.decision)}"
+        version = current.version + 1 if contract.version == current.version else contract.version
+        data = contract.to_json_dict()
+        data["version"] = version
+        data["provenance"] = {
+            **data["provenance"],
+            "createdBy": "S3",
+            "createdAt": now_iso(self.clock),
+            "predecessor": {
+                "version": given.version if given is not None else current.version,
+                "reason": why,
+            },
+        }
+        try:
+            new = WorkContract.model_validate(data)
+        except ValueError as exc:
+            raise ReplanRefused([f"contract: {exc}"]) from None
+        problems = [str(p) for p in check_replan(current, new)]
+        if new.unit_type not in self.workload.unit_types:
+            problems.append(
+                f"unitType: {new.unit_type!r} is not a unit type of {self.workload.label}"
+            )
+        if (new.workload.name, new.workload.version) != (
+            self.workload.name,
+            self.workload.version,
+        ):
+            problems.append(
+                f"workload: contract is for {new.workload.name} v{new.workload.version}, the "
+                f"definition runs {self.workload.label}"
+            )
+        if problems:
+            raise ReplanRefused(problems)
+        self._authorize(actor, by, wait.severity if wait else "blocking", "replan", wait)
+        self.store.add_contract_version(new)
+        resolved = None
+        if wait is not None:
+            resolved = resolve(
+                self.ledger,
+                self.definition.interaction,
+                wait.id,
+                by,
+                actor,
+                disposition="replan",
+                rationale=f"{new.id} v{new.version} replaces v{current.version}: {why}",
+            )
+        unit = self.store.set_status(
+            unit_id, "blocked", f"replanned: {new.id} v{new.version} replaces v{current.version}"
+        )
+        self._route()
+        return Replanned(unit, current, new, resolved)
+
+    def remediate(
+        self,
+        unit_id: str,
+        by: str,
+        actor: Actor,
+        note: str,
+        *,
+        run: list[str] | None = None,
+        timeout_s: float = 600,
+    ) -> Remediated:
+        """A person records the remediation a ``remediate`` decision waits on.
+
+        With ``run``, the command is run first (in the unit's worktree, else the repository)
+        and must pass: its output is S3* evidence of the remediation. A failing command, a
+        refusal of authority, or a unit not waiting on remediate writes nothing. The wait is
+        resolved as ``fixed``, with the note (and the command) as its rationale, which is what
+        the next attempt is told.
+        """
+        if not note.strip():
+            raise ExecutionError("--note: say what was remediated")
+        self._route()
+        unit = self.store.unit(unit_id)
+        waiting = self.waiting_on(unit_id)
+        if waiting is None or waiting.action != "remediate":
+            what = (
+                f"it waits on {waiting.action} (obligation {waiting.obligation.id[:8]})"
+                if waiting is not None
+                else f"it is {unit.status}, with no recovery decision open"
+            )
+            raise ExecutionError(f"unit {unit_id} waits on no remediate decision: {what}")
+        wait = waiting.obligation
+        self._authorize(actor, by, wait.severity, "fixed", wait)
+        evidence: EvidenceRecord | None = None
+        rationale = f"remediated: {note.strip()}"
+        if run:
+            worktree = self.layout.worktree(unit_id)
+            where = worktree if worktree.is_dir() else self.layout.root
+            shown = " ".join(run)
+            try:
+                done = subprocess.run(
+                    run, cwd=where, capture_output=True, text=True, timeout=timeout_s
+                )
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                raise RemediationFailed(f"{shown}: {exc}", "") from None
+            output = (done.stdout + done.stderr).strip()
+            if done.returncode != 0:
+                raise RemediationFailed(
+                    f"{shown}: exit {done.returncode}; the remediation is not recorded", output
+                )
+            evidence = EvidenceRecord.model_validate(
+                {
+                    "id": str(uuid.uuid4()),
+                    "unitId": unit_id,
+                    "attempt": max(1, unit.attempts),
+                    "contract": {"id": unit.contract.id, "version": unit.contract.version},
+                    "check": "remediate",
+                    "class": "command",
+                    "criteria": [],
+                    "verdict": "pass",
+                    "command": run,
+                    "observation": f"{shown}: exit 0\n{output[-2000:]}",
+                    "revision": gitops.head(where) or "none",
+                    "environment": _environment(),
+                    "at": now_iso(self.clock),
+                }
+            )
+            self.audit.append_evidence(evidence)
+            rationale += f"; ran `{shown}`: exit 0 (evidence {evidence.id[:8]})"
+        resolved = resolve(
+            self.ledger,
+            self.definition.interaction,
+            wait.id,
+            by,
+            actor,
+            disposition="fixed",
+            rationale=rationale,
+        )
+        self._route()
+        return Remediated(resolved, evidence)
+
+    def current_contract(self, unit_id: str) -> WorkContract:
+        contract = self.store.current_contract(unit_id)
+        if contract is None:
+            raise ExecutionError(f"unit {unit_id} has no contract in force")
+        return contract
+
+    # -- S2: the thrash detector -----------------------------------------------------------------
+
+    def _scan_writes(self, unit_id: str, attempt: int, worktree: Path, since: str) -> None:
+        """Count the attempt's commits; a file rewritten past the threshold is signalled."""
+        try:
+            ThrashDetector(self.layout, self.definition, clock=self.clock).scan(
+                unit_id, attempt, worktree, since
+            )
+        except (gitops.GitError, OSError, StoreError) as exc:
+            # Counting is S2's observation, never a reason for the attempt to fail.
+            sys.stderr.write(f"regulator: the thrash detector could not scan {unit_id}: {exc}\n")
+
     def owed(self, unit_id: str) -> list[ObligationState]:
         return self.log.open_obligations(unit_id)
+
+
+class ReplanRefused(ExecutionError):
+    """The replan gate refused the new version; nothing was written."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+class RemediationFailed(ExecutionError):
+    """The remediation's command did not pass; nothing was written."""
+
+    def __init__(self, message: str, output: str) -> None:
+        super().__init__(message)
+        self.output = output
+
+
+@dataclass
+class Replanned:
+    unit: UnitRecord
+    predecessor: WorkContract
+    contract: WorkContract
+    resolved: ObligationState | None
+
+
+@dataclass
+class Remediated:
+    obligation: ObligationState
+    evidence: EvidenceRecord | None
+
+
+def _environment() -> dict[str, str]:
+    return {
+        "node": f"python {platform.python_version()}",
+        "platform": sys.platform,
+        "arch": platform.machine() or "unknown",
+    }
 
 
 def finish_unit_safely(

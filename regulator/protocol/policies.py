@@ -1,8 +1,9 @@
 """The four policies of a definition: routing, interaction, recovery, budget (upstream-core §3–§4).
 
-All closed, as the original's schemas are, with two optional additions of ours that the
-original's closed schema would refuse: ``waitCeilingMs`` on the interaction policy and
-``people[].osUsers``. A policy file of the original loads unchanged.
+All closed, as the original's schemas are, with optional additions of ours that the original's
+closed schema would refuse: ``waitCeilingMs`` on the interaction policy, ``people[].osUsers``
+and ``alternationWindow`` on the recovery policy (:func:`fields_of_ours` names those a policy
+uses). A policy file of the original loads unchanged.
 """
 
 from __future__ import annotations
@@ -143,6 +144,9 @@ class RecoveryRule(Record):
 class RecoveryPolicy(PolicyHeader):
     rules: list[RecoveryRule]
     fallback: Annotated[list[RecoveryAction], Field(min_length=1)]
+    # Ours: when the unit's last N decisions (this one included) alternate between two causes
+    # (A, B, A, B), escalate. Absent: off, the original's per-cause counting alone.
+    alternation_window: Annotated[int, Field(ge=3, strict=True)] | None = None
 
     def rule_for(self, cause: str) -> RecoveryRule | None:
         return next((rule for rule in self.rules if rule.cause == cause), None)
@@ -210,3 +214,17 @@ class BudgetPolicy(PolicyHeader):
     @property
     def label(self) -> str:
         return f"{self.name} v{self.version}"
+
+
+def fields_of_ours(policy: object) -> list[str]:
+    """The fields of ours ``policy`` sets: the original's closed schema refuses a file with any."""
+    found: list[str] = []
+    if isinstance(policy, InteractionPolicy):
+        if policy.wait_ceiling_ms is not None:
+            found.append("waitCeilingMs")
+        found += [
+            f"people[{i}].osUsers" for i, p in enumerate(policy.people) if p.os_users is not None
+        ]
+    elif isinstance(policy, RecoveryPolicy) and policy.alternation_window is not None:
+        found.append("alternationWindow")
+    return found

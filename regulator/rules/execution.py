@@ -450,6 +450,141 @@ def check_contract(contract: WorkContract) -> list[ContractProblem]:
     return problems
 
 
+# --- a replan: the contract's next version ---------------------------------------------------
+
+
+def _decisions_of(contract: WorkContract) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Every decision by id: which list it is in, and what it says."""
+    found: dict[str, tuple[str, dict[str, Any]]] = {}
+    for where, items in (
+        ("fixed", contract.fixed),
+        ("delegated", contract.delegated),
+        ("unresolved", contract.unresolved),
+    ):
+        for item in items:
+            found[item.id] = (where, item.to_json_dict())
+    return found
+
+
+def _named(reason: str, decision_id: str) -> bool:
+    # A whole id, not a prefix of a longer one: "d1" is not named by "d10".
+    return any(word == decision_id for word in (w.strip(".,;:()[]\"'`") for w in reason.split()))
+
+
+def check_replan(current: WorkContract, new: WorkContract) -> list[ContractProblem]:
+    """Why ``new`` may not replace ``current`` as the unit's contract; empty when it may.
+
+    A replan keeps the unit, the contract id, the unit type and the workload; its version is
+    above the current one, and ``provenance.predecessor`` names the current version with a
+    reason. Every decision of the current version is carried unchanged, or revisited
+    explicitly: a decision that is changed, moved between fixed, delegated and unresolved, or
+    dropped must be named by its id in the predecessor's reason. The contract's own checks
+    (:func:`check_contract`) come first.
+    """
+    problems = check_contract(new)
+    head = f"{current.id} v{current.version}"
+    for field_name, old_value, new_value in (
+        ("unitId", current.unit_id, new.unit_id),
+        ("id", current.id, new.id),
+        ("unitType", current.unit_type, new.unit_type),
+    ):
+        if old_value != new_value:
+            problems.append(
+                ContractProblem(
+                    field_name, f"a replan keeps {field_name} {old_value!r}, not {new_value!r}"
+                )
+            )
+    if (new.workload.name, new.workload.version) != (
+        current.workload.name,
+        current.workload.version,
+    ):
+        problems.append(
+            ContractProblem(
+                "workload",
+                f"a replan keeps the workload {current.workload.name} "
+                f"v{current.workload.version}, not {new.workload.name} v{new.workload.version}",
+            )
+        )
+    if new.version <= current.version:
+        problems.append(
+            ContractProblem(
+                "version",
+                f"{head} is in force; a replan's version must be above it, not v{new.version}",
+            )
+        )
+    predecessor = new.provenance.predecessor
+    if predecessor is None:
+        problems.append(
+            ContractProblem(
+                "provenance.predecessor",
+                f"a replan names the version it replaces: {{version: {current.version}, "
+                "reason: why}}",
+            )
+        )
+        return problems
+    if predecessor.version != current.version:
+        problems.append(
+            ContractProblem(
+                "provenance.predecessor.version",
+                f"{head} is in force; the predecessor is v{predecessor.version}",
+            )
+        )
+    if not predecessor.reason.strip():
+        problems.append(ContractProblem("provenance.predecessor.reason", "a replan needs a reason"))
+    before, after = _decisions_of(current), _decisions_of(new)
+    for decision_id, (where, said) in before.items():
+        now = after.get(decision_id)
+        if now == (where, said) or _named(predecessor.reason, decision_id):
+            continue
+        change = (
+            "is dropped"
+            if now is None
+            else f"moves from {where} to {now[0]}"
+            if now[0] != where
+            else "is changed"
+        )
+        problems.append(
+            ContractProblem(
+                where,
+                f'decision "{decision_id}" of v{current.version} {change} without being '
+                "revisited: carry it unchanged, or name it in provenance.predecessor.reason",
+            )
+        )
+    return problems
+
+
+def contract_changes(old: WorkContract, new: WorkContract) -> list[str]:
+    """What changed from ``old`` to ``new``, one line each, for a reader comparing versions."""
+    lines: list[str] = []
+    a, b = old.to_json_dict(), new.to_json_dict()
+    for key in ("objective", "contribution", "constraintRefs"):
+        if a.get(key) != b.get(key):
+            lines.append(f"{key}: {a.get(key)!r} → {b.get(key)!r}")
+    before, after = _decisions_of(old), _decisions_of(new)
+    for decision_id, (where, said) in before.items():
+        now = after.get(decision_id)
+        if now is None:
+            lines.append(f"- {where} {decision_id}")
+        elif now[0] != where:
+            lines.append(f"~ {decision_id}: {where} → {now[0]}")
+        elif now[1] != said:
+            fields = sorted(k for k in {*said, *now[1]} if said.get(k) != now[1].get(k))
+            lines.append(f"~ {where} {decision_id}: {', '.join(fields)}")
+    for decision_id, (where, _) in after.items():
+        if decision_id not in before:
+            lines.append(f"+ {where} {decision_id}")
+    old_evidence = {e.id: e.to_json_dict() for e in old.expected_evidence}
+    new_evidence = {e.id: e.to_json_dict() for e in new.expected_evidence}
+    for evidence_id in old_evidence.keys() - new_evidence.keys():
+        lines.append(f"- expectedEvidence {evidence_id}")
+    for evidence_id in new_evidence.keys() - old_evidence.keys():
+        lines.append(f"+ expectedEvidence {evidence_id}")
+    for evidence_id in old_evidence.keys() & new_evidence.keys():
+        if old_evidence[evidence_id] != new_evidence[evidence_id]:
+            lines.append(f"~ expectedEvidence {evidence_id}")
+    return lines
+
+
 # --- the report gate (§5.6) -------------------------------------------------------------------
 
 

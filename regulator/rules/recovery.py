@@ -29,9 +29,10 @@ from regulator.protocol.execution import (
     RecoveryDecision,
     UnitRecord,
 )
+from regulator.protocol.interaction import InteractionRequest
 from regulator.protocol.messages import AlgedonicSignal, CoordinationSignal, VsmMessage
 from regulator.protocol.obligations import ObligationState
-from regulator.protocol.policies import RecoveryPolicy, RoutingPolicy
+from regulator.protocol.policies import InteractionPolicy, RecoveryPolicy, RoutingPolicy
 from regulator.protocol.vocab import (
     ATTEMPT_ACTIONS,
     TERMINAL_STATUSES,
@@ -46,6 +47,9 @@ __all__ = [
     "RECOVERY_DECISION_CONCERN",
     "Classification",
     "Decided",
+    "Waiting",
+    "alternation",
+    "ask_clarification_in",
     "blocked_reason",
     "cause_from_error",
     "cite",
@@ -59,6 +63,7 @@ __all__ = [
     "paused_on_question",
     "question_for",
     "recover",
+    "waiting_on",
 ]
 
 RECOVERY_DECISION_CONCERN = "recovery-decision"
@@ -191,12 +196,23 @@ def decide(
     unit has used its attempts becomes ``escalate``: the policy cannot buy an attempt the budget
     does not allow.
     """
+    prior = list(prior)
     occurrence = sum(1 for d in prior if d.cause == cause) + 1
     rule = policy.rule_for(cause)
     actions = rule.actions if rule is not None else policy.fallback
     action = actions[min(occurrence, len(actions)) - 1]
     source = f"rule for {cause}" if rule is not None else f"fallback (no rule for {cause})"
     head = f"{policy.label} {source}, occurrence {occurrence}"
+    pair = alternation(policy, [d.cause for d in prior], cause)
+    if pair is not None and action not in ("escalate", "abort"):
+        window = policy.alternation_window
+        return Decided(
+            "escalate",
+            occurrence,
+            f"{head} names {action}, but the unit's last {window} decisions alternate between "
+            f"{pair[0]} and {pair[1]}: counted per cause, neither would reach its last action "
+            f"(alternationWindow {window}) → escalate",
+        )
     if action in ATTEMPT_ACTIONS and attempts_used >= attempt_ceiling:
         return Decided(
             "escalate",
@@ -206,6 +222,28 @@ def decide(
         )
     repeats = " (last action repeats)" if occurrence > len(actions) else ""
     return Decided(action, occurrence, f"{head} → {action}{repeats}")
+
+
+def alternation(
+    policy: RecoveryPolicy, prior_causes: Sequence[str], cause: str
+) -> tuple[str, str] | None:
+    """The two causes the unit alternates between (A, B, A, B…), when the policy watches for it.
+
+    Ours, off unless the policy sets ``alternationWindow``: the last ``window`` causes, this
+    one included, must be exactly two causes taking turns.
+    """
+    window = policy.alternation_window
+    if window is None:
+        return None
+    recent = [*prior_causes[-(window - 1) :], cause] if window > 1 else [cause]
+    if len(recent) < window:
+        return None
+    first, second = recent[0], recent[1]
+    if first == second:
+        return None
+    if all(c == (first if i % 2 == 0 else second) for i, c in enumerate(recent)):
+        return first, second
+    return None
 
 
 def _detail(evidence: Sequence[str], missing: str) -> str:
@@ -277,10 +315,16 @@ def make_decision(
     attempt_ceiling: int,
     *,
     clock: Clock = system_clock,
+    attempts_used: int | None = None,
 ) -> RecoveryDecision:
-    """The immutable record of one routed failure (the caller appends it to decisions.ndjson)."""
+    """The immutable record of one routed failure (the caller appends it to decisions.ndjson).
+
+    ``attempts_used`` defaults to all the unit's attempts; after a replan the loop counts those
+    of the contract version in force.
+    """
     cause, evidence = classification.cause, list(classification.evidence)
-    decided = decide(policy, cause, prior, unit.attempts, attempt_ceiling)
+    used = unit.attempts if attempts_used is None else attempts_used
+    decided = decide(policy, cause, prior, used, attempt_ceiling)
     return RecoveryDecision(
         id=str(uuid.uuid4()),
         unit_id=unit.unit_id,
@@ -401,6 +445,7 @@ def disposition_by_decision_in(
     decision: RecoveryDecision,
     routing_policy: RoutingPolicy,
     cites: Sequence[str] = (),
+    interaction_policy: InteractionPolicy | None = None,
 ) -> ObligationState | None:
     """Settle what S3 owes on the unit according to the decision, inside ``txn``.
 
@@ -408,7 +453,9 @@ def disposition_by_decision_in(
     abort) and return ``None``. A waiting action opens the one blocking ``recovery-decision``
     obligation the unit now waits on, owed to the routing policy's consumer for that action,
     escalates S3's obligations into it (so the wait has a single owner) and returns it.
-    ``cites`` are further sources, such as the escalation's algedonic signal id.
+    ``cites`` are further sources, such as the escalation's algedonic signal id. A clarify
+    decision's question is then asked as a clarification (:func:`ask_clarification_in`); the
+    obligation returned is the question's.
     """
     mine = _owed_by_s3(txn, decision.unit_id)
     cited = cite(decision)
@@ -433,7 +480,68 @@ def disposition_by_decision_in(
         txn.escalate(
             o.id, "S3", f"{cited}; S3 cannot resolve this inside the loop", successor=wait.id
         )
+    if decision.action == "clarify" and decision.question:
+        return ask_clarification_in(txn, decision, wait, interaction_policy)
     return wait
+
+
+def ask_clarification_in(
+    txn: Transaction,
+    decision: RecoveryDecision,
+    wait: ObligationState,
+    interaction_policy: InteractionPolicy | None = None,
+) -> ObligationState:
+    """Ours: a clarify decision asks its question as a ``clarification`` interaction.
+
+    The recovery wait is escalated into the question's obligation, owed to the same consumer,
+    so the question is answered the way any unit's question is (``regulator answer``, the
+    room), and the answer reaches the next attempt as every answer does.
+    """
+    subject = f"unit {decision.unit_id}: {decision.cause}"
+    question = decision.question or wait.question or subject
+    asked = txn.open(
+        subject=f"clarification: {subject}",
+        unit=decision.unit_id,
+        concern="interaction",
+        sources=[f"ask:{uuid.uuid4()}", decision.id, wait.id],
+        severity=wait.severity,
+        consumer=wait.consumer,
+        blocks=True,
+        question=question,
+        opened_by="S3",
+    )
+    timeout = (
+        interaction_policy.timeouts_ms.for_kind("clarification")
+        if interaction_policy is not None
+        else 0
+    )
+    request = InteractionRequest.model_validate(
+        {
+            "id": str(uuid.uuid4()),
+            "kind": "clarification",
+            "subject": subject,
+            "question": question,
+            "severity": wait.severity,
+            "unit": decision.unit_id,
+            "attempt": decision.attempt,
+            "obligationId": asked.id,
+            "evidence": [
+                {"class": "file", "ref": f".regulator/units/{decision.unit_id}/decisions.ndjson"}
+            ],
+            "raisedBy": "S3",
+            "raisedAt": txn.now,
+            "timeoutMs": timeout,
+            "channel": "none",
+        }
+    )
+    txn.request_interaction(request, by="S3")
+    txn.escalate(
+        wait.id,
+        "S3",
+        f"{cite(decision)}; asked of {wait.consumer} as a clarification",
+        successor=asked.id,
+    )
+    return asked
 
 
 def disposition_by_decision(
@@ -459,3 +567,28 @@ def awaiting_decision(log: RegulatoryLog, unit_id: str) -> ObligationState | Non
         (o for o in log.open_obligations(unit_id) if o.concern == RECOVERY_DECISION_CONCERN),
         None,
     )
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """What a blocked unit waits on after a waiting decision: the action, who owes it, and the
+    decision. For a clarify, ``obligation`` is the clarification question's."""
+
+    action: RecoveryAction
+    obligation: ObligationState
+    decision: RecoveryDecision
+
+
+def waiting_on(
+    log: RegulatoryLog, decisions: Sequence[RecoveryDecision], unit_id: str
+) -> Waiting | None:
+    """The open wait a recovery decision left on the unit, newest decision first."""
+    by_id = {d.id: d for d in decisions}
+    open_ = log.open_obligations(unit_id)
+    for o in sorted(open_, key=lambda s: s.opened_at, reverse=True):
+        if o.concern not in (RECOVERY_DECISION_CONCERN, "interaction"):
+            continue
+        decision = next((by_id[s] for s in o.sources if s in by_id), None)
+        if decision is not None:
+            return Waiting(decision.action, o, decision)
+    return None

@@ -4,7 +4,8 @@ The original projects its stores into spans and flattens them into a table with 
 only, ungrouped (upstream-operator-surface §4). This module builds the same merge as plain rows,
 for the control room's unit inspector and anything else that wants the story of one unit:
 
-* the unit record (created, and its current status at its last write), every contract version;
+* the unit record (created, and its current status at its last write), every contract version
+  with what changed from the version it replans (:func:`contract_versions` gives them whole);
 * attempts (a row when each starts and when it ends; a budget ledger without an attempt line is
   an attempt still running, or one whose session died), each attempt's budget ledger;
 * recovery decisions and failure observations;
@@ -30,7 +31,7 @@ from datetime import datetime
 from typing import Any, Literal, TypeVar, get_args
 
 from regulator.protocol.clock import parse_iso
-from regulator.protocol.execution import AttemptRecord, BudgetLedger
+from regulator.protocol.execution import AttemptRecord, BudgetLedger, WorkContract
 from regulator.protocol.messages import (
     AlgedonicSignal,
     AuditFinding,
@@ -56,7 +57,7 @@ from regulator.protocol.text import visible
 from regulator.rules.audit_log import AuditLog, summarize_verdict
 from regulator.rules.budget import summary as budget_summary
 from regulator.rules.effect_journal import EffectJournal
-from regulator.rules.execution import ExecutionStore
+from regulator.rules.execution import ExecutionStore, contract_changes
 from regulator.rules.memory_store import MemoryStore
 from regulator.rules.regulatory_log import Answer, RegulatoryLog
 from regulator.store import CorruptRecord, Layout, StoreError, check_unit_id
@@ -216,10 +217,8 @@ class _Builder:
                         rank=_RANK_STATUS,
                     )
                 )
-        for version in _guarded(layout.list_contract_versions, unit_id) or []:
-            contract = _guarded(store.contract, unit_id, version)
-            if contract is None:
-                continue
+        for version in contract_versions(layout, unit_id, store=store):
+            contract = version.contract
             predecessor = contract.provenance.predecessor
             self.add(
                 _Draft(
@@ -230,6 +229,9 @@ class _Builder:
                         _flat(contract.objective),
                         f"replans v{predecessor.version}: {_flat(predecessor.reason)}"
                         if predecessor is not None
+                        else None,
+                        "changes: " + "; ".join(_flat(c) for c in version.changes)
+                        if version.changes
                         else None,
                     ),
                     contract.to_json_dict(),
@@ -739,6 +741,47 @@ def unit_timeline(
     builder.memory(memory if memory is not None else MemoryStore(layout))
     builder.effects(effects if effects is not None else EffectJournal(layout))
     return builder.rows(redactor if redactor is not None else Redactor.for_layout(layout))
+
+
+@dataclass(frozen=True, slots=True)
+class ContractVersion:
+    """One version of a unit's contract, and what changed from the version it replans."""
+
+    contract: WorkContract
+    # The version it replaced (its predecessor, else the one before it); None for the first.
+    replaces: int | None
+    reason: str | None
+    changes: tuple[str, ...]  # one line each: "~ fixed d1: decision", "+ delegated d3"
+
+
+def contract_versions(
+    layout: Layout, unit_id: str, *, store: ExecutionStore | None = None
+) -> list[ContractVersion]:
+    """Every version of the unit's contract, oldest first, each with its diff from the one it
+    replaces (for the inspector's versions view). A version that does not read is left out."""
+    check_unit_id(unit_id)
+    store = store if store is not None else ExecutionStore(layout)
+    read: dict[int, WorkContract] = {}
+    for n in _guarded(layout.list_contract_versions, unit_id) or []:
+        contract = _guarded(store.contract, unit_id, n)
+        if contract is not None:
+            read[n] = contract
+    out: list[ContractVersion] = []
+    previous: WorkContract | None = None
+    for n in sorted(read):
+        contract = read[n]
+        predecessor = contract.provenance.predecessor
+        base = read.get(predecessor.version) if predecessor is not None else previous
+        out.append(
+            ContractVersion(
+                contract=contract,
+                replaces=base.version if base is not None else None,
+                reason=predecessor.reason if predecessor is not None else None,
+                changes=tuple(contract_changes(base, contract)) if base is not None else (),
+            )
+        )
+        previous = contract
+    return out
 
 
 def group_by_attempt(rows: Iterable[TimelineRow]) -> list[AttemptGroup]:
