@@ -134,6 +134,7 @@ def test_nobody_in_the_room_exits_3_and_the_question_stays_owed(instance: Path) 
     log = RegulatoryLog(Layout(instance))
     log.refresh()
     (owed,) = [o for o in log.open_obligations() if o.concern == "interaction"]
+    assert owed.unit is not None
     unit = json.loads((instance / ".regulator" / "units" / owed.unit / "unit.json").read_text())
     assert unit["status"] == "blocked"  # the session unit holds the question, with its veto
 
@@ -151,7 +152,8 @@ def decision(process: subprocess.Popen[str]) -> dict[str, Any]:
     code, out, err = finish(process)
     assert code == 0, err
     reply: dict[str, Any] = json.loads(out)
-    return reply.get("hookSpecificOutput", {})
+    output: dict[str, Any] = reply.get("hookSpecificOutput", {})
+    return output
 
 
 def test_a_read_is_allowed_with_no_question(instance: Path, someone_present: None) -> None:

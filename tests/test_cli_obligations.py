@@ -339,7 +339,7 @@ def test_obligations_json_on_a_log_written_by_the_original_lists_what_it_would(
     # note and a delivery, as the original's JSON.stringify writes them.
     m1 = message("audit-finding", "closeout refused", id="msg-1", unit="u1")
     m2 = message("constraint", "never push", id="msg-2")
-    opened = [
+    opened: list[dict[str, Any]] = [
         {
             "type": "obligation-opened",
             "id": f"ev-{n}",
@@ -360,7 +360,7 @@ def test_obligations_json_on_a_log_written_by_the_original_lists_what_it_would(
         }
         for n in (1, 2)
     ]
-    events = [
+    events: list[dict[str, Any]] = [
         {
             "type": "obligation-acknowledged",
             "id": "ev-3",

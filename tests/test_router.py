@@ -6,6 +6,7 @@ instance's files.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -233,12 +234,13 @@ def test_records_never_reopen_terminal_records_refuse_every_transition(ledger: L
     ledger.resolve(o.id, "alice", "no-action", "fine")
     before = ledger.layout.signals.read_bytes()
     refusal = f"obligation {o.id} is resolved; terminal records do not reopen — open a successor"
-    for act in (
+    acts: tuple[Callable[[], object], ...] = (
         lambda: ledger.acknowledge(o.id, "alice"),
         lambda: ledger.resolve(o.id, "alice", "fixed", "again"),
         lambda: ledger.escalate(o.id, "alice", "r", to="human"),
         lambda: ledger.deliver(o.id, "S3", "outbox"),
-    ):
+    )
+    for act in acts:
         with pytest.raises(LedgerError) as caught:
             act()
         assert str(caught.value) == refusal

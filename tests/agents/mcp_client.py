@@ -14,6 +14,16 @@ from typing import Any
 import anyio
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.dispatcher import ProgressFnT
+
+
+def counter(seen: list[float]) -> ProgressFnT:
+    """A progress callback that keeps each progress value in ``seen``."""
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(progress)
+
+    return on_progress
 
 
 async def main(config_path: str, plan_path: str, out_path: str) -> None:
@@ -29,14 +39,8 @@ async def main(config_path: str, plan_path: str, out_path: str) -> None:
         out["tools"] = {t.name: t.input_schema for t in listed.tools}
         for step in plan:
             progress: list[float] = []
-
-            async def on_progress(
-                p: float, total: float | None, message: str | None, seen: list[float] = progress
-            ) -> None:
-                seen.append(p)
-
             result = await session.call_tool(
-                step["tool"], step.get("arguments", {}), progress_callback=on_progress
+                step["tool"], step.get("arguments", {}), progress_callback=counter(progress)
             )
             text = "".join(getattr(c, "text", "") for c in result.content)
             out["calls"].append(
@@ -52,4 +56,4 @@ async def main(config_path: str, plan_path: str, out_path: str) -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(main, *sys.argv[1:4])
+    anyio.run(main, sys.argv[1], sys.argv[2], sys.argv[3])
