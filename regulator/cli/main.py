@@ -273,7 +273,8 @@ def _unit_commands(sub: Any) -> None:
     h = "regulator.cli.unit_cmds"
     unit = sub.add_parser(
         "unit",
-        help="run units: drive, dispatch, route, close; show, status, accept, evidence",
+        help="run units: drive, dispatch, route, close, replan, remediate; show, status, "
+        "accept, evidence",
         description="run units under their contracts and read what happened to them",
     )
     unit.set_defaults(_parser=unit)
@@ -344,6 +345,46 @@ def _unit_commands(sub: Any) -> None:
     _by(p)
     p.add_argument("--reject", action="store_true", help="record a rejection instead")
     p.add_argument("--note", metavar="TEXT", help="an optional note")
+    no_drive = "only record it; do not drive the unit again"
+    p = _command(
+        us,
+        "replan",
+        f"{h}:cmd_replan",
+        "write a blocked unit's next contract version and resolve its replan decision",
+        "regulator unit replan u1 --contract u1.v2.json --by alice --reason 'split the parser'",
+    )
+    p.add_argument("id", metavar="UNIT", help="the unit id")
+    p.add_argument(
+        "--contract",
+        metavar="FILE",
+        required=True,
+        help="the new contract (JSON): the next version, or the current one edited",
+    )
+    _by(p)
+    p.add_argument("--reason", metavar="TEXT", help="why (provenance.predecessor.reason)")
+    p.add_argument("--script", metavar="FILE", help=script_help)
+    p.add_argument("--no-drive", action="store_true", help=no_drive)
+    p = _command(
+        us,
+        "remediate",
+        f"{h}:cmd_remediate",
+        "record what was remediated for a unit waiting on remediate, then drive it again",
+        "regulator unit remediate docs --by alice --note 'mkdocs installed' --run 'mkdocs -V'",
+    )
+    p.add_argument("id", metavar="UNIT", help="the unit id")
+    _by(p)
+    p.add_argument("--note", metavar="TEXT", required=True, help="what was remediated")
+    p.add_argument(
+        "--run",
+        metavar="CMD",
+        help="a command that shows it (run in the unit's worktree; must exit 0)",
+    )
+    p.add_argument("--script", metavar="FILE", help=script_help)
+    p.add_argument("--no-drive", action="store_true", help=no_drive)
+
+
+PERSON_ENV = "REGULATOR_PERSON"
+
 
 
 def _by(parser: argparse.ArgumentParser) -> None:

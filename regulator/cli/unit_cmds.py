@@ -300,3 +300,102 @@ def cmd_evidence(args: argparse.Namespace) -> int:
         for r in v.reasons:
             print(visible(f"  {r}"))
     return 0
+
+
+# --- acting on what a unit waits on: replan, remediate ----------------------------------------
+
+
+def _acting(args: argparse.Namespace, loop: Any) -> Any:
+    """The person's actor; ``--definition`` may not bring other people."""
+    from regulator.host.instance import os_user
+    from regulator.policy.loader import acting_people_check
+    from regulator.rules.ledger import Actor, definition_label
+
+    acting_people_check(loop.definition, loop.layout.root)
+    return Actor("cli", os_user(), definition=definition_label(loop.definition.root))
+
+
+def _redrive(args: argparse.Namespace, loop: Any, unit_id: str) -> int:
+    if args.no_drive:
+        print(visible(f"run `regulator unit drive` on its contract to go on (unit {unit_id})"))
+        return 0
+    contract = loop.current_contract(unit_id)
+    print(visible(f"driving unit {unit_id} ({contract.id} v{contract.version})"))
+    driven = loop.drive(contract)
+    for d in driven.decisions:
+        for line in _decision_lines(d):
+            print(visible(line))
+    return _finish(loop, driven.outcome)
+
+
+def cmd_replan(args: argparse.Namespace) -> int:
+    from regulator.host.loop import ReplanRefused
+    from regulator.host.sessions.script import ScenarioError
+    from regulator.rules.execution import ExecutionError, contract_changes
+    from regulator.rules.ledger import LedgerError
+
+    contract = _contract(args.contract)
+    loop = _loop(args)
+    try:
+        actor = _acting(args, loop)
+        done = loop.replan(args.id, contract, args.by, actor, reason=args.reason)
+    except ReplanRefused as exc:
+        for problem in exc.problems:
+            print(visible(f"✖ {problem}"))
+        raise CliError(f"{args.contract}: the replan of unit {args.id} is refused") from None
+    except (ExecutionError, LedgerError, ValueError) as exc:
+        raise CliError(str(exc)) from None
+    new, old = done.contract, done.predecessor
+    print(
+        visible(
+            f"unit {args.id}: {new.id} v{new.version} replaces v{old.version} "
+            f"({new.provenance.predecessor.reason if new.provenance.predecessor else ''})"
+        )
+    )
+    for line in contract_changes(old, new):
+        print(visible(f"  {line}"))
+    if done.resolved is not None:
+        print(
+            visible(
+                f"obligation {done.resolved.id[:8]} resolved by {args.by} as replan; the next "
+                "attempt is told why"
+            )
+        )
+    for o in loop.owed(args.id):
+        print(f"  owed: {describe_obligation(o)}")
+    try:
+        return _redrive(args, loop, args.id)
+    except (ExecutionError, LedgerError, ScenarioError, ValueError) as exc:
+        raise CliError(str(exc)) from None
+
+
+def cmd_remediate(args: argparse.Namespace) -> int:
+    import shlex
+
+    from regulator.host.loop import RemediationFailed
+    from regulator.host.sessions.script import ScenarioError
+    from regulator.rules.execution import ExecutionError
+    from regulator.rules.ledger import LedgerError
+
+    try:
+        run = shlex.split(args.run) if args.run is not None else None
+    except ValueError as exc:
+        raise CliError(f"--run: {exc}") from None
+    if run is not None and not run:
+        raise CliError("--run: an empty command")
+    loop = _loop(args)
+    try:
+        actor = _acting(args, loop)
+        done = loop.remediate(args.id, args.by, actor, args.note, run=run)
+    except RemediationFailed as exc:
+        for line in exc.output.splitlines()[-20:]:
+            print(visible(f"  {line}"))
+        raise CliError(str(exc)) from None
+    except (ExecutionError, LedgerError, ValueError) as exc:
+        raise CliError(str(exc)) from None
+    line = f"obligation {done.obligation.id[:8]} resolved by {args.by} as fixed: "
+    print(visible(line + (done.obligation.rationale or "")))
+    try:
+        return _redrive(args, loop, args.id)
+    except (ExecutionError, LedgerError, ScenarioError, ValueError) as exc:
+        raise CliError(str(exc)) from None

@@ -104,6 +104,7 @@ def claude_code(root: Path, command: str = "regulator") -> list[Change]:
     hook = {"type": "command", "command": f"{command} hook claude-code", "timeout": TOOL_TIMEOUT_S}
     for event, matcher in (
         ("PreToolUse", HOOK_MATCHER),
+        ("PostToolUse", "Write|Edit|MultiEdit|NotebookEdit"),  # the thrash detector's count
         ("SessionStart", "startup|resume|clear|compact"),
         ("SessionEnd", None),
     ):

@@ -27,6 +27,7 @@ from regulator.host.session_units import (
     start_session_unit,
     unregister_agent,
 )
+from regulator.host.thrash import post_tool_use
 from regulator.host.tools import ToolRefused
 from regulator.policy import Definition
 from regulator.policy.agent_effects import classify, load_agent_effects
@@ -90,6 +91,8 @@ def claude_code(
         return {}
     if event == "PreToolUse":
         return _pre_tool_use(payload, layout, definition, env, key, cwd, clock)
+    if event == "PostToolUse":  # S2's thrash detector counts the agent's own writes
+        return post_tool_use(payload, layout, definition, env=env, key=key, cwd=cwd, clock=clock)
     return {}
 
 

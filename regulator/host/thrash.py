@@ -35,8 +35,16 @@ from regulator.policy import Definition
 from regulator.protocol.clock import Clock, now_iso, system_clock
 from regulator.protocol.evidence import EvidenceRef
 from regulator.protocol.messages import CoordinationSignal
+from regulator.rules.execution import ExecutionStore
 from regulator.rules.ledger import Ledger
-from regulator.store import Layout, RecordNotFound, check_unit_id, locked_log, read_bytes
+from regulator.store import (
+    Layout,
+    RecordNotFound,
+    StoreError,
+    check_unit_id,
+    locked_log,
+    read_bytes,
+)
 
 DEFAULT_THRESHOLD = 4
 # Claude Code's own tools that write a file, and the input field naming it.
@@ -296,7 +304,7 @@ def post_tool_use(
     A hook must never fail the agent: anything we cannot place is ignored, and the reply is
     always empty (the tool has run; there is nothing left to allow or deny).
     """
-    from regulator.host.agent_session import SessionUnavailable, find_session
+    from regulator.host.agent_session import SessionUnavailable, address_from, find_session
 
     tool = str(payload.get("tool_name") or "")
     field_name = WRITE_TOOLS.get(tool)
@@ -307,16 +315,27 @@ def post_tool_use(
     if not isinstance(target, str) or not target:
         return {}
     try:
-        session = find_session(layout, definition, agent="claude-code", env=env, key=key)
-        session.cwd = cwd
-        tools = session.tools()
-    except (SessionUnavailable, ValueError, OSError):
+        # The write happened whatever the unit's state: count it for the unit the environment
+        # names (`unit drive`), else for the session unit of this agent.
+        address = address_from(env)
+        if address is not None:
+            unit = ExecutionStore(layout, clock).find_unit(address.unit_id)
+            if unit is None:
+                return {}
+            unit_id = unit.unit_id
+            attempt = address.attempt if address.attempt is not None else unit.attempts + 1
+        else:
+            session = find_session(layout, definition, agent="claude-code", env=env, key=key)
+            session.cwd = cwd
+            tools = session.tools()
+            unit_id, attempt = tools.unit_id, tools.attempt
+    except (SessionUnavailable, StoreError, ValueError, OSError):
         return {}
-    worktree = layout.worktree(tools.unit_id)
+    worktree = layout.worktree(unit_id)
     name = relative_to_unit(
         target, worktree=worktree if worktree.is_dir() else None, root=layout.root, cwd=cwd
     )
     ThrashDetector(layout, definition, clock=clock).record(
-        tools.unit_id, tools.attempt, [name], source="hook", tool=tool
+        unit_id, attempt, [name], source="hook", tool=tool
     )
     return {}
