@@ -32,6 +32,14 @@ def cmd_init(args: argparse.Namespace) -> int:
     )
     print(visible(f"definition: {manifest.definition.root}"))
     print(f"canaries: {result.canaries} value(s) from .env")
+    if result.person_policy is not None:
+        where = result.person_policy.relative_to(result.root)
+        print(
+            visible(
+                f"people: {manifest.initialized_by} may answer and decide everything here "
+                f"(wrote {where}; commit it, and add the others who may answer)"
+            )
+        )
     if result.gitignore_commit:
         print(f"committed {result.gitignore_commit[:7]}: .gitignore ignores .regulator/")
     else:

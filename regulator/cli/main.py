@@ -273,8 +273,7 @@ def _unit_commands(sub: Any) -> None:
     h = "regulator.cli.unit_cmds"
     unit = sub.add_parser(
         "unit",
-        help="run units: drive, dispatch, route, close, replan, remediate; show, status, "
-        "accept, evidence",
+        help="run units: drive, dispatch, route, close; show, status, accept, evidence",
         description="run units under their contracts and read what happened to them",
     )
     unit.set_defaults(_parser=unit)
@@ -386,11 +385,21 @@ def _unit_commands(sub: Any) -> None:
 PERSON_ENV = "REGULATOR_PERSON"
 
 
-
 def _by(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--by", metavar="WHO", required=True, help="the person acting, as the policy names them"
+        "--by",
+        metavar="WHO",
+        help=f"the person acting, as the policy names them (default: ${PERSON_ENV})",
     )
+    parser.set_defaults(_needs_person=True)
+
+
+def _person(args: argparse.Namespace) -> None:
+    """``--by`` defaults to $REGULATOR_PERSON, as the room's person does; one must be given."""
+    if getattr(args, "_needs_person", False) and not args.by:
+        args.by = os.environ.get(PERSON_ENV, "").strip() or None
+        if args.by is None:
+            raise UsageError(f"--by WHO is required (or set ${PERSON_ENV})")
 
 
 def _obligation_commands(sub: Any) -> None:
@@ -643,6 +652,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         getattr(args, "_parser", parser).print_help(sys.stderr)
         return 2
     try:
+        _person(args)
         return _run(handler, args)
     except UsageError as exc:
         args._parser.print_usage(sys.stderr)

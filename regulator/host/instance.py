@@ -7,15 +7,19 @@ anything, so a refusal leaves the repository as it was.
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from regulator.host import gitops
 from regulator.policy import PolicyError, load_definition, shipped_policies_dir
 from regulator.protocol.clock import Clock, now_iso, system_clock
 from regulator.protocol.manifest import InstanceManifest
+from regulator.protocol.policies import InteractionPolicy
 from regulator.rules.authority import process_os_user
 from regulator.store import (
     Layout,
@@ -63,6 +67,38 @@ class InitResult:
     manifest: InstanceManifest
     canaries: int
     gitignore_commit: str | None
+    # The interaction policy written for `init --by NAME`, if init wrote one.
+    person_policy: Path | None = None
+
+
+def write_person_policy(path: Path, name: str, user: str) -> Path:
+    """A copy of the shipped interaction policy with ``name`` added as a person: every grant,
+    and only the OS user who ran init may act as them."""
+    shipped = (shipped_policies_dir() / "interaction.yaml").read_text(encoding="utf-8")
+    person = {
+        "name": name,
+        "resolveUpTo": "critical",
+        "acceptRisk": True,
+        "actAsS5": True,
+        "osUsers": [user],
+    }
+    text = (
+        f"{shipped.rstrip()}\n"
+        f"  # Added by `regulator init --by {name}`:\n"
+        f"  - {json.dumps(person)}\n"
+    )
+    try:
+        policy = InteractionPolicy.model_validate(yaml.safe_load(text))
+    except (ValueError, yaml.YAMLError) as exc:
+        raise InitError(
+            f"--by {name!r}: cannot be a person of the interaction policy: {exc}"
+        ) from None
+    if policy.person(name) is None:
+        raise InitError(f"{shipped_policies_dir()}/interaction.yaml: its people: list is not last")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("x", encoding="utf-8") as out:  # never over a policy someone wrote
+        out.write(text)
+    return path
 
 
 def init_instance(
@@ -114,8 +150,27 @@ def init_instance(
             "(init commits the line that ignores .regulator/)"
         )
 
-    definition_root = defn.root if defn.root is not None else shipped_policies_dir().parent
-    harness = gitops.head(definition_root) if gitops.toplevel(definition_root) else None
+    # `init --by NAME` makes NAME a person of the repository's interaction policy (a copy of
+    # the shipped one, with NAME as its only person) when the repository has none yet, so a
+    # new user can answer their own agent's questions at once. Written after every check.
+    person_policy = None
+    if (
+        by is not None
+        and definition is None
+        and defn.root is None
+        and defn.interaction.person(by) is None
+    ):
+        person_policy = root / "regulator" / "policies" / "interaction.yaml"
+        if person_policy.exists() or person_policy.is_symlink():
+            raise InitError(f"{person_policy}: exists, but regulator/policies/ did not load")
+    if person_policy is not None:
+        defn_root: Path | None = person_policy.parent.parent
+    else:
+        defn_root = defn.root
+    definition_root = defn_root if defn_root is not None else shipped_policies_dir().parent
+    # The person policy's directory does not exist yet: it will be in this repository.
+    harness_dir = definition_root if definition_root.is_dir() else root
+    harness = gitops.head(harness_dir) if gitops.toplevel(harness_dir) else None
     manifest = InstanceManifest.model_validate(
         {
             "version": 1,
@@ -141,6 +196,9 @@ def init_instance(
         else []
     )
 
+    people_added = None
+    if person_policy is not None and by is not None:
+        people_added = write_person_policy(person_policy, by, os_user())
     layout.state.mkdir(mode=0o700, exist_ok=True)
     write_text_atomic(layout.canaries, "".join(f"{value}\n" for value in canaries))
     create_json_exclusive(layout.manifest, manifest.to_json_dict())
@@ -161,7 +219,7 @@ def init_instance(
             ".gitignore",
         )
         commit = gitops.head(root)
-    return InitResult(root, manifest, len(canaries), commit)
+    return InitResult(root, manifest, len(canaries), commit, people_added)
 
 
 def read_canaries(layout: Layout) -> list[str]:
