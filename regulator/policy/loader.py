@@ -181,8 +181,8 @@ def _line_of(text: str, loc: tuple[int | str, ...]) -> int | None:
     return line
 
 
-def load_policy_file(kind: str, path: Path, model: type[M]) -> M:
-    """Load and validate one policy file; every problem is raised at once in a PolicyError."""
+def read_definition_data(kind: str, path: Path) -> tuple[str, dict[str, Any]]:
+    """A definition file's text and its mapping (JSON for ``.json``, else YAML)."""
     shown = display_path(path)
     text = read_definition_text(path)
     try:
@@ -195,14 +195,27 @@ def load_policy_file(kind: str, path: Path, model: type[M]) -> M:
         problem = getattr(exc, "problem", None) or str(exc)
         raise PolicyError([f"{where}: not valid YAML: {problem}"]) from None
     if not isinstance(data, dict):
-        raise PolicyError([f"{shown}: a {kind} policy is a mapping of fields, not {_kind(data)}"])
+        what = f"a {kind} policy" if kind in POLICY_KINDS else f"a {kind} file"
+        raise PolicyError([f"{shown}: {what} is a mapping of fields, not {_kind(data)}"])
+    return text, data
+
+
+def problem_at(path: Path, text: str, loc: tuple[int | str, ...], message: str) -> str:
+    """``FILE:LINE: message``, the line being the node at ``loc`` when the text places it."""
+    line = _line_of(text, loc)
+    shown = display_path(path)
+    return f"{shown}:{line}: {message}" if line else f"{shown}: {message}"
+
+
+def load_policy_file(kind: str, path: Path, model: type[M]) -> M:
+    """Load and validate one policy file; every problem is raised at once in a PolicyError."""
+    text, data = read_definition_data(kind, path)
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        problems = []
-        for loc, message in describe_validation_error(exc):
-            line = _line_of(text, loc)
-            problems.append(f"{shown}:{line}: {message}" if line else f"{shown}: {message}")
+        problems = [
+            problem_at(path, text, loc, message) for loc, message in describe_validation_error(exc)
+        ]
         raise PolicyError(problems) from None
 
 

@@ -4,7 +4,8 @@ Each check says ok, or names its problems and its notices. A problem is somethin
 the instance or its definition (a file that does not load, a symlink under ``.regulator/``, a
 veto holding every unit) and makes the command exit 1. A notice is a normal state worth
 knowing (an obligation owed to a person that the next ``remind`` will deliver, a policy that is
-a symlink) and does not. The checks read and never write.
+a symlink, a definition file the original would refuse or ignore) and does not. The checks
+read and never write.
 """
 
 from __future__ import annotations
@@ -19,7 +20,13 @@ from typing import Any
 from regulator.host import gitops
 from regulator.host.instance import read_canaries
 from regulator.policy import POLICY_KINDS, Definition, PolicyError
-from regulator.policy.loader import display_path, shipped_policies_dir, symlink_note
+from regulator.policy.loader import (
+    display_path,
+    read_definition_data,
+    shipped_policies_dir,
+    symlink_note,
+)
+from regulator.policy.original import ORIGINAL_FILES, original_differences
 from regulator.protocol.manifest import InstanceManifest
 from regulator.rules.regulatory_log import RegulatoryLog
 from regulator.store import Layout, StoreError
@@ -101,6 +108,31 @@ def _manifest(layout: Layout) -> Check:
     )
 
 
+def _as_the_original(kind: str, path: Path) -> tuple[list[str], list[str]]:
+    """A definition file beside the original's schema: (notices of what it would refuse, what
+    is ours on purpose, for the check's detail)."""
+    shown = display_path(path)
+    try:
+        _, data = read_definition_data(kind, path)
+    except PolicyError:
+        return [], []  # refused here already: a problem, not a comparison
+    found = original_differences(kind, data)
+    notices = [f"{shown}: the original would refuse: {line}" for line in found.refused]
+    ours = []
+    if found.ours:
+        them = "it" if len(found.ours) == 1 else "them"
+        ours.append(f"{', '.join(found.ours)} (the original's closed schema refuses {them})")
+    expected = ORIGINAL_FILES[kind]
+    if kind in POLICY_KINDS and path.name != Path(expected).name:
+        ours.append(f"the file name (the original reads {expected} only)")
+    return notices, ours
+
+
+def _detail(label: str, where: str, ours: list[str], *more: str) -> str:
+    parts = [f"{label} from {where}", *more] + ([f"ours: {'; '.join(ours)}"] if ours else [])
+    return "; ".join(parts)
+
+
 def _policies(definition: Definition) -> list[Check]:
     checks = []
     for kind in POLICY_KINDS:
@@ -110,30 +142,78 @@ def _policies(definition: Definition) -> list[Check]:
             checks.append(Check(f"policy {kind}", False, "cannot be found", exc.problems))
             continue
         problems = definition.check()[kind]
-        where = display_path(source) + (" (shipped)" if definition.is_shipped(kind) else "")
+        shipped = definition.is_shipped(kind)
+        where = display_path(source) + (" (shipped)" if shipped else "")
         if problems:
             checks.append(Check(f"policy {kind}", False, f"{where} is refused", problems))
-        else:
-            policy: Any = getattr(definition, kind)
-            link = symlink_note(source)
-            notices = [link] if link else []
-            checks.append(
-                Check(f"policy {kind}", True, f"{policy.label} from {where}", [], notices)
-            )
+            continue
+        policy: Any = getattr(definition, kind)
+        link = symlink_note(source)
+        notices = [link] if link else []
+        ours: list[str] = []
+        # The shipped files are this project's own; a definition's own files are compared.
+        if not shipped:
+            refused, ours = _as_the_original(kind, source)
+            notices += refused
+        checks.append(
+            Check(f"policy {kind}", True, _detail(policy.label, where, ours), [], notices)
+        )
     return checks
 
 
 def _workload(definition: Definition) -> Check:
-    from regulator.policy.workload import load_workload, workload_path
+    from regulator.policy.workload import (
+        is_original_format,
+        load_workload,
+        profile_files,
+        workload_path,
+    )
 
-    path = workload_path(definition)
+    try:
+        path = workload_path(definition)
+    except PolicyError as exc:
+        return Check("workload", False, "cannot be found", exc.problems)
     try:
         workload = load_workload(definition)
     except PolicyError as exc:
         return Check("workload", False, f"{display_path(path)} is refused", exc.problems)
+    shipped = path.parent == shipped_policies_dir()
     link = symlink_note(path)
-    where = display_path(path) + (" (shipped)" if path.parent == shipped_policies_dir() else "")
-    return Check("workload", True, f"{workload.label} from {where}", [], [link] if link else [])
+    notices = [link] if link else []
+    ours: list[str] = []
+    more: list[str] = []
+    if is_original_format(path):
+        assert definition.root is not None
+        notices, ours = _as_the_original("workload", path)
+        notices = ([link] if link else []) + notices
+        for profile in profile_files(definition.root):
+            notices += _as_the_original("profile", profile)[0]
+        notices += workload.notes
+        more.append("the original's format")
+        if workload.scripted_by_default:
+            scripted = ", ".join(workload.scripted_by_default)
+            more.append(f"given no `session`, {scripted} run scripted sessions")
+    elif not shipped:
+        ours.append("this project's workload format (the original reads workload/<name>.json only)")
+    where = display_path(path) + (" (shipped)" if shipped else "")
+    return Check("workload", True, _detail(workload.label, where, ours, *more), [], notices)
+
+
+def _agents(definition: Definition) -> Check:
+    from regulator.policy.agent_effects import effects_path, load_agent_effects
+
+    path = effects_path(definition)
+    shown = display_path(path)
+    try:
+        effects = load_agent_effects(definition)
+    except PolicyError as exc:
+        return Check("agents", False, f"{shown} is refused", exc.problems)
+    shipped = path.parent == shipped_policies_dir()
+    link = symlink_note(path)
+    ours = [] if shipped else ["the original has no hooks and no agents.yaml"]
+    where = shown + (" (shipped)" if shipped else "")
+    label = f"{effects.name} v{effects.version}"
+    return Check("agents", True, _detail(label, where, ours), [], [link] if link else [])
 
 
 def _files(layout: Layout) -> Check:
@@ -218,6 +298,7 @@ def run_doctor(root: Path, definition: Definition) -> DoctorReport:
         _canaries(layout),
         *_policies(definition),
         _workload(definition),
+        _agents(definition),
     ]
     try:
         log = RegulatoryLog(layout)
