@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 END = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
@@ -70,3 +71,20 @@ def fixed_clock() -> datetime:
 def copy_fixture(source: Path, target: Path) -> Path:
     shutil.copytree(source, target, symlinks=True)
     return target
+
+
+async def settled(pilot: Any, seconds: float = 10) -> None:
+    """Until the room has read every instance (it reads on worker threads), and its workers
+    (the replay, the attention report) are done."""
+    import time
+
+    app = pilot.app
+    deadline = time.monotonic() + seconds
+    await pilot.pause()
+    while not getattr(app, "loaded", True) or any(
+        w.is_running and w.group != "watch" for w in app.workers
+    ):
+        if time.monotonic() > deadline:
+            raise AssertionError("the room did not finish reading in time")
+        await pilot.pause(0.02)
+    await pilot.pause()

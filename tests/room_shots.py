@@ -13,7 +13,7 @@ from typing import Any
 
 from tui.app import RoomApp
 
-from .room_fixture import SHOWN_ROOT, fixed_clock
+from .room_fixture import SHOWN_ROOT, fixed_clock, settled
 
 Setup = Callable[[Any], Awaitable[None]]
 
@@ -42,12 +42,13 @@ def make_app(root: Path, shot: Shot, *, shown_as: Path = SHOWN_ROOT) -> RoomApp:
 
 
 async def _none(pilot: Any) -> None:
-    await pilot.pause()
+    await settled(pilot)
 
 
 async def _tab(pilot: Any, name: str) -> None:
+    await settled(pilot)
     pilot.app.main.action_tab(name)
-    await pilot.pause()
+    await settled(pilot)
 
 
 async def _select(pilot: Any, predicate: Callable[[Any], bool]) -> None:
@@ -55,7 +56,7 @@ async def _select(pilot: Any, predicate: Callable[[Any], bool]) -> None:
     await _tab(pilot, "inbox")
     table = app.screen.query_one("#inbox-table")
     for key in table.keys:
-        if predicate(app._lookup(key)[1]):
+        if predicate(app.lookup(key)[1]):
             table.move_to(key)
             break
     await pilot.pause(0.2)  # the detail pane follows once the cursor rests
@@ -89,12 +90,16 @@ async def _filtered(pilot: Any) -> None:
     await _tab(pilot, "inbox")
     await pilot.press("slash", *"is:blocking unit:p")
     pilot.app.screen.query_one("#filter").cursor_blink = False
+    inbox = pilot.app.main.inbox
+    while inbox.filtering:  # the filter applies once typing pauses
+        await pilot.pause(0.02)
     await pilot.pause()
 
 
 async def _inspector(pilot: Any) -> None:
+    await settled(pilot)
     pilot.app.open_unit(0, "fix-rounding")
-    await pilot.pause()
+    await settled(pilot)
 
 
 async def _attention(pilot: Any) -> None:
@@ -102,11 +107,13 @@ async def _attention(pilot: Any) -> None:
 
 
 async def _problems(pilot: Any) -> None:
+    await settled(pilot)
     await pilot.press("exclamation_mark")
     await pilot.pause()
 
 
 async def _help(pilot: Any) -> None:
+    await settled(pilot)
     await pilot.press("question_mark")
     await pilot.pause()
 

@@ -17,10 +17,11 @@ from regulator.rules.ledger import Ledger
 from regulator.store import Layout
 from tui.app import MainScreen, RoomApp
 from tui.dialogs import AcknowledgeDialog, AnswerDialog, EscalateDialog, ResolveDialog
+from tui.keys import RowKey
 from tui.screens.inspector import UnitInspector
 from tui.widgets.rowtable import RowTable
 
-from .room_fixture import build_fixture, copy_fixture, fixed_clock
+from .room_fixture import build_fixture, copy_fixture, fixed_clock, settled
 
 pytestmark = pytest.mark.asyncio
 
@@ -48,19 +49,20 @@ def state(root: Path, oid: str) -> Any:
     return log.obligations[oid]
 
 
-def inbox(app: RoomApp) -> RowTable:
+def inbox(app: RoomApp) -> RowTable[Any]:
     return app.screen.query_one("#inbox-table", RowTable)
 
 
 async def select(app: RoomApp, pilot: Any, predicate: Callable[[Any], bool]) -> Any:
     """Move the inbox cursor to the first obligation that satisfies ``predicate``."""
+    await settled(pilot)
     main = app.main
     assert main is not None
     main.action_tab("inbox")
     await pilot.pause()
     table = inbox(app)
     for key in table.keys:
-        _, o = app._lookup(key)
+        _, o = app.lookup(key)
         if predicate(o):
             table.move_to(key)
             await pilot.pause(0.2)  # the detail pane follows once the cursor rests
@@ -247,12 +249,13 @@ async def test_escalate_shows_the_successor(demo: Path) -> None:
 async def test_filtering_keeps_only_the_matching_obligations(demo: Path) -> None:
     app = app_for(demo)
     async with app.run_test(size=(160, 48)) as pilot:
+        await settled(pilot)
         await pilot.press("2")
         assert len(inbox(app).keys) == 6
         await pilot.press("slash", *"kind:consent")
-        await pilot.pause()
+        await wait_for(pilot, lambda: len(inbox(app).keys) == 1)  # the filter is debounced
         keys = inbox(app).keys
-        assert len(keys) == 1 and app._lookup(keys[0])[1].subject.startswith("consent:")
+        assert app.lookup(keys[0])[1].subject.startswith("consent:")
         await pilot.press("escape")
         await pilot.pause()
         assert len(inbox(app).keys) == 6
@@ -266,24 +269,26 @@ async def test_go_to_an_obligation_by_id_prefix_from_the_palette(demo: Path) -> 
     target = next(o for o in log.obligations.values() if o.concern == "policy-proposal")
     app = app_for(demo)
     async with app.run_test(size=(160, 48)) as pilot:
+        await settled(pilot)
         await pilot.press("ctrl+p")
         await pilot.pause()
         await pilot.press(*target.id[:6])
         await pilot.pause(1.0)  # the palette searches in the background
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
-        assert inbox(app).current_key == f"0:{target.id}"
+        assert inbox(app).current_key == RowKey(0, target.id)
 
 
 async def test_the_timeline_of_a_demo_unit_lists_its_records_in_time_order(demo: Path) -> None:
     app = app_for(demo)
     async with app.run_test(size=(160, 48)) as pilot:
+        await settled(pilot)
         app.open_unit(0, "flaky-import")
-        await pilot.pause()
+        await settled(pilot)
         screen = app.screen
         assert isinstance(screen, UnitInspector)
         table = screen.query_one("#timeline", RowTable)
-        rows = [screen.rows[k] for k in table.keys if k in screen.rows]
+        rows = [screen.rows[k.ref] for k in table.keys if not k.group]
         kinds = [r.kind for r in rows]
         for kind in ("attempt", "decision", "obligation", "budget"):
             assert kind in kinds, kind
@@ -291,7 +296,7 @@ async def test_the_timeline_of_a_demo_unit_lists_its_records_in_time_order(demo:
         attempts = [r for r in rows if r.kind == "attempt"]
         assert {r.attempt for r in attempts} == {1, 2, 3}
         app.open_unit(0, "publish-release")
-        await pilot.pause()
+        await settled(pilot)
         second = app.screen
         assert isinstance(second, UnitInspector)
         kinds = [r.kind for r in second.rows.values()]
@@ -307,6 +312,7 @@ async def test_an_obligation_appended_by_another_process_appears_in_the_inbox(de
 
     app = RoomApp([demo], person="alice", clock=fixed_clock, presence=False, bell=False)
     async with app.run_test(size=(160, 48)) as pilot:
+        await settled(pilot)
         before = len(inbox(app).keys)
         await pilot.pause(0.3)  # the watcher is up
         code = (
@@ -321,7 +327,7 @@ async def test_an_obligation_appended_by_another_process_appears_in_the_inbox(de
         started = time.monotonic()
         await wait_for(pilot, lambda: len(inbox(app).keys) == before + 1, 5)
         elapsed = time.monotonic() - started
-        assert any(app._lookup(k)[1].subject == "from elsewhere" for k in inbox(app).keys)
+        assert any(app.lookup(k)[1].subject == "from elsewhere" for k in inbox(app).keys)
         assert any(k in app.new for k in inbox(app).keys)  # marked new until opened
     assert elapsed < 5
 

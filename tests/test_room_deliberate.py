@@ -26,7 +26,7 @@ from tui.dialogs import AnswerDialog, PersonPicker, QuitConfirm
 from tui.screens.inspector import UnitInspector
 from tui.widgets.rowtable import RowTable
 
-from .room_fixture import SHOWN_ROOT, build_fixture, copy_fixture, fixed_clock
+from .room_fixture import SHOWN_ROOT, build_fixture, copy_fixture, fixed_clock, settled
 
 
 @pytest.fixture(scope="module")
@@ -74,13 +74,14 @@ def question(kind: str) -> Callable[[Any], bool]:
 
 async def open_answer(app: RoomApp, pilot: Any, kind: str) -> tuple[Any, AnswerDialog]:
     """Highlight the first open question of ``kind`` in the inbox and press ``a`` on it."""
+    await settled(pilot)
     main = app.main
     assert main is not None
     main.action_tab("inbox")
     await pilot.pause()
     table = app.screen.query_one("#inbox-table", RowTable)
     for key in table.keys:
-        o = app._lookup(key)[1]
+        o = app.lookup(key)[1]
         if question(kind)(o):
             table.move_to(key)
             await pilot.pause(0.2)
@@ -320,6 +321,7 @@ async def test_q_with_a_session_waiting_asks_first_and_enter_stays(demo: Path) -
     a_session_waits(demo)
     app = app_for(demo)
     async with app.run_test(size=(160, 48)) as pilot:
+        await settled(pilot)
         await pilot.press("q")
         await wait_for(pilot, lambda: isinstance(app.screen, QuitConfirm))
         confirm = app.screen
@@ -339,6 +341,7 @@ async def test_quit_from_the_command_palette_asks_first_too(demo: Path) -> None:
     a_session_waits(demo)
     app = app_for(demo)
     async with app.run_test(size=(160, 48)) as pilot:
+        await settled(pilot)
         await pilot.press("ctrl+p")
         await pilot.pause()
         await pilot.press(*"quit")
@@ -354,6 +357,7 @@ async def test_quit_anyway_quits_with_a_session_waiting(demo: Path) -> None:
     a_session_waits(demo)
     app = app_for(demo)
     async with app.run_test(size=(160, 48)) as pilot:
+        await settled(pilot)
         await pilot.press("q")
         await wait_for(pilot, lambda: isinstance(app.screen, QuitConfirm))
         await pilot.press("tab", "enter")
@@ -363,6 +367,7 @@ async def test_quit_anyway_quits_with_a_session_waiting(demo: Path) -> None:
 async def test_q_with_no_session_waiting_quits_at_once(demo: Path) -> None:
     app = app_for(demo)
     async with app.run_test(size=(160, 48)) as pilot:
+        await settled(pilot)
         await pilot.press("q")
         await wait_for(pilot, lambda: not app.is_running)
 
@@ -372,6 +377,7 @@ async def test_a_question_whose_session_is_gone_does_not_hold_the_quit(demo: Pat
     a_session_waits(demo, leased=False)
     app = app_for(demo)
     async with app.run_test(size=(160, 48)) as pilot:
+        await settled(pilot)
         await pilot.press("q")
         await wait_for(pilot, lambda: not app.is_running)
 
@@ -382,6 +388,7 @@ async def test_a_question_whose_session_is_gone_does_not_hold_the_quit(demo: Pat
 async def test_p_then_esc_keeps_the_person_acting(demo: Path) -> None:
     app = app_for(demo, person="bob")
     async with app.run_test(size=(160, 48)) as pilot:
+        await settled(pilot)
         await pilot.press("P")
         await wait_for(pilot, lambda: isinstance(app.screen, PersonPicker))
         await pilot.press("escape")
@@ -393,6 +400,7 @@ async def test_p_then_esc_keeps_the_person_acting(demo: Path) -> None:
 async def test_p_opens_on_the_person_acting_so_enter_changes_nothing(demo: Path) -> None:
     app = app_for(demo, person="bob")
     async with app.run_test(size=(160, 48)) as pilot:
+        await settled(pilot)
         await pilot.press("P")
         await wait_for(pilot, lambda: isinstance(app.screen, PersonPicker))
         await pilot.press("enter")
@@ -403,6 +411,7 @@ async def test_p_opens_on_the_person_acting_so_enter_changes_nothing(demo: Path)
 async def test_p_offers_looking_only_as_an_explicit_choice(demo: Path) -> None:
     app = app_for(demo, person="bob")
     async with app.run_test(size=(160, 48)) as pilot:
+        await settled(pilot)
         await pilot.press("P")
         await wait_for(pilot, lambda: isinstance(app.screen, PersonPicker))
         await pilot.press("end", "enter")
@@ -432,6 +441,7 @@ def test_the_quit_confirmation_looks_as_recorded(
         model.root = SHOWN_ROOT  # the path shown, not the temporary directory
 
     async def press_q(pilot: Any) -> None:
+        await settled(pilot)
         await pilot.press("q")
         await wait_for(pilot, lambda: isinstance(app.screen, QuitConfirm))
         await pilot.pause()

@@ -16,20 +16,22 @@ from rich.text import Text
 from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from regulator.protocol.errors import RegulatorError, message_of
 from regulator.protocol.obligations import ObligationState
 from regulator.protocol.vocab import CONSUMERS, DISPOSITIONS, TERMINAL_STATUSES
 from regulator.rules import dispositions
 from regulator.rules.answers import disposition_for_answer
 from regulator.rules.authority import check_disposition_authority, owed_to_s5
-from regulator.rules.ledger import Actor, Ledger, LedgerError, definition_label
+from regulator.rules.ledger import Actor, Ledger, definition_label
 
 from .model import InstanceModel
 from .render import one_line, plain
+from .widgets.footer import RoomFooter
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,9 @@ class Done:
 class ObligationDialog(ModalScreen[Done | None]):
     """The frame every obligation dialog shares: title, body, refusal line, buttons."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "cancel", id="dialog.cancel")
+    ]
     TITLE_TEXT = "Obligation"
 
     def __init__(
@@ -75,6 +79,7 @@ class ObligationDialog(ModalScreen[Done | None]):
             yield Static("", id="refusal", classes="refusal hidden")
             with Horizontal(classes="dialog-buttons"):
                 yield from self.buttons()
+        yield RoomFooter()
 
     def body(self) -> ComposeResult:
         yield Static("")
@@ -121,8 +126,8 @@ class ObligationDialog(ModalScreen[Done | None]):
             return
         try:
             done = run() if callable(run) else None
-        except LedgerError as exc:
-            self.refuse(str(exc))
+        except RegulatorError as exc:  # a refusal, corrupt state or a host failure: its words
+            self.refuse(message_of(exc))
             return
         if isinstance(done, Done):
             self.dismiss(done)
@@ -163,10 +168,10 @@ class AnswerDialog(ObligationDialog):
     # No answer rides on a default key: a consent or uat is answered only by ctrl+y / ctrl+n or
     # by pressing one of its buttons; Enter in its note field answers nothing.
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "cancel", "cancel"),
-        Binding("ctrl+s", "submit", "submit", show=False),
-        Binding("ctrl+y", "yes", "yes", show=False),
-        Binding("ctrl+n", "no", "no", show=False),
+        Binding("escape", "cancel", "cancel", id="dialog.cancel"),
+        Binding("ctrl+s", "submit", "answer", id="answer.submit"),
+        Binding("ctrl+y", "yes", "yes", id="answer.yes"),
+        Binding("ctrl+n", "no", "no", id="answer.no"),
     ]
 
     def __init__(
@@ -216,6 +221,14 @@ class AnswerDialog(ObligationDialog):
     @property
     def yes_no(self) -> bool:
         return self.kind in ("consent", "uat")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # The footer shows only the keys that answer this kind of question.
+        if action in ("yes", "no"):
+            return self.yes_no
+        if action == "submit":
+            return not self.yes_no
+        return True
 
     def buttons(self) -> ComposeResult:
         # The refusal comes first: Tab out of the note lands on it, never on the authorization.
@@ -573,8 +586,8 @@ class EscalateDialog(ObligationDialog):
                 to=to,
                 rationale=rationale,
             )
-        except LedgerError as exc:
-            self.refuse(str(exc))
+        except RegulatorError as exc:
+            self.refuse(message_of(exc))
             return
         self.clear_refusal()
         shown = self.query_one("#successor", Static)
@@ -594,7 +607,9 @@ class EscalateDialog(ObligationDialog):
 
 
 class HelpScreen(ModalScreen[None]):
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,question_mark", "dismiss", "close")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,question_mark", "dismiss", "close", id="help.close")
+    ]
 
     def __init__(self, rows: list[tuple[str, str]]) -> None:
         super().__init__()
@@ -603,17 +618,21 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Label("Keys", classes="dialog-title")
-            with VerticalScroll(classes="dialog-body"):
+            # Two columns: a description that wraps stays beside its key.
+            with VerticalScroll(classes="dialog-body"), Grid(classes="keys"):
                 for key, what in self.rows:
-                    yield Static(Text.assemble((f"{key:>10}", "bold"), "  ", what))
-            yield Static(Text("esc closes", style="dim"))
+                    yield Static(Text(key, style="bold", justify="right"), classes="key")
+                    yield Static(Text(what))
+        yield RoomFooter()
 
     def action_dismiss(self, result: None = None) -> None:  # type: ignore[override]
         self.dismiss(None)
 
 
 class ProblemsScreen(ModalScreen[None]):
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "close", "close")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q", "close", "close", id="problems.close")
+    ]
 
     def __init__(self, problems: list[str]) -> None:
         super().__init__()
@@ -630,11 +649,9 @@ class ProblemsScreen(ModalScreen[None]):
                 for problem in self.problems[:500]:
                     yield Static(plain(problem))
             yield Static(
-                Text(
-                    "each is file:line: message; `regulator doctor` lists them too · esc closes",
-                    style="dim",
-                )
+                Text("each is file:line: message; `regulator doctor` lists them too", style="dim")
             )
+        yield RoomFooter()
 
     def action_close(self) -> None:
         self.dismiss(None)
@@ -651,7 +668,9 @@ class PersonPicker(ModalScreen[str | None]):
     the caller decides what a cancel means (at start: looking only; on ``P``: no change).
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "cancel", id="picker.cancel")
+    ]
 
     def __init__(
         self,
@@ -680,6 +699,7 @@ class PersonPicker(ModalScreen[str | None]):
                 id="people",
             )
             yield Static(Text(f"enter picks · esc: {self.escape_means}", style="dim"))
+        yield RoomFooter()
 
     def on_mount(self) -> None:
         names = [name for name, _ in self.people]
@@ -700,7 +720,7 @@ class PersonPicker(ModalScreen[str | None]):
 class QuitConfirm(ModalScreen[bool]):
     """Quitting while a session waits on a person: asked first, and staying is the default."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "stay", "stay")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "stay", "stay", id="quit.stay")]
 
     def __init__(self, waiting: list[Text]) -> None:
         super().__init__()
@@ -728,6 +748,7 @@ class QuitConfirm(ModalScreen[bool]):
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Stay (esc)", id="stay", variant="primary")
                 yield Button("Quit anyway", id="quit", variant="error")
+        yield RoomFooter()
 
     def on_mount(self) -> None:
         self.query_one("#stay", Button).focus()

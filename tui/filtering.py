@@ -20,11 +20,19 @@ from regulator.protocol.vocab import (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Context:
     instance: str
     kind: str | None
     new: bool
+    # The row's searchable text, lowercased (kept by the caller between keystrokes).
+    text: str = ""
+
+
+def haystack(o: ObligationState, instance: str) -> str:
+    """What free text matches against: an obligation's words, lowercased, once."""
+    parts = [o.id, o.subject, o.question or "", o.concern, o.unit or "", o.consumer]
+    return " ".join([*parts, o.status, o.severity, instance]).lower()
 
 
 Predicate = Callable[[ObligationState, Context], bool]
@@ -53,22 +61,21 @@ def _term(term: str) -> Predicate:
     if sep and key == "instance":
         return lambda o, c: c.instance.lower().startswith(value)
     needle = term.lower()
-    return lambda o, c: (
-        needle
-        in " ".join(
-            [
-                o.id,
-                o.subject,
-                o.question or "",
-                o.concern,
-                o.unit or "",
-                o.consumer,
-                o.status,
-                o.severity,
-                c.instance,
-            ]
-        ).lower()
-    )
+    return lambda o, c: needle in (c.text or haystack(o, c.instance))
+
+
+def plain_terms(query: str) -> bool:
+    """Only free text, nothing negated: typing more onto such a query only narrows it."""
+    return all(":" not in t and not t.startswith("!") for t in query.split())
+
+
+def narrows(old: str, new: str) -> bool:
+    """``new`` keeps a subset of what ``old`` keeps, so it can filter ``old``'s rows."""
+    return new.startswith(old) and plain_terms(new)
+
+
+def needs_kind(query: str) -> bool:
+    return any(t.lstrip("!").startswith("kind:") for t in query.split())
 
 
 def compile_filter(query: str) -> Predicate:

@@ -4,11 +4,19 @@ One ``InstanceModel`` per instance holds the incremental readers (the regulatory
 log) and re-reads the small records (``unit.json``, leases) when their files change. ``refresh``
 folds only what was appended and says what changed, so the screens update in place. The
 files are the truth: nothing here is state the files do not hold.
+
+A refresh may run on a worker thread: it holds ``lock`` while it folds, and anything that walks
+the folded state (rather than looking one obligation up) takes the lock too. What the header,
+the banners and the instances table count (open obligations by severity, what is owed to a
+person, instance-wide vetoes, problems) is kept up to date as the fold goes, from the entries
+each refresh returns, so a look at them never rescans every obligation.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -20,7 +28,8 @@ from regulator.policy import Definition, PolicyError, load_definition
 from regulator.protocol.clock import Clock, parse_iso, system_clock
 from regulator.protocol.entry import load_record
 from regulator.protocol.execution import Lease, UnitRecord
-from regulator.protocol.obligations import ObligationState
+from regulator.protocol.interaction import InteractionRequested
+from regulator.protocol.obligations import ObligationOpened, ObligationState
 from regulator.protocol.ours import Receipt
 from regulator.protocol.policies import InteractionPolicy, Person
 from regulator.protocol.vocab import SEVERITY_ORDER, TERMINAL_STATUSES
@@ -45,7 +54,10 @@ class Changes:
     new_obligations: list[ObligationState] = field(default_factory=list)
     obligations: bool = False
     units: bool = False
-    restarted: bool = False
+    # Every obligation whose row may look different (opened, an event, a receipt); ``full``:
+    # the whole fold is new (the first read, or the log was replaced), so every row is.
+    touched: set[str] = field(default_factory=set)
+    full: bool = False
 
 
 def _parse_receipt(raw: bytes) -> Receipt:
@@ -74,8 +86,15 @@ class InstanceModel:
         self.last_change: datetime | None = None
         self.loaded = False
         self.redactor = Redactor(read_canaries(self.layout))
-        self._candidates: list[tuple[ObligationState, InteractionState, datetime]] = []
-        self._candidates_at = -1
+        self.lock = threading.RLock()
+        # Kept as the fold goes (see the module's docstring): open obligations, by severity,
+        # those owed to a person, and those that hold every dispatch (no unit).
+        self.open: dict[str, ObligationState] = {}
+        self.severity_counts: Counter[str] = Counter()
+        self.owed: dict[str, ObligationState] = {}
+        self.veto: dict[str, ObligationState] = {}
+        self.problem_count = 0
+        self._candidates: dict[str, tuple[ObligationState, InteractionState, datetime]] = {}
         self._summaries: dict[str, tuple[object, tuple[str, str, str]]] = {}
 
     @property
@@ -89,28 +108,102 @@ class InstanceModel:
             return None
 
     def refresh(self, paths: Iterable[Path] | None = None) -> Changes:
-        """Fold what changed (everything when ``paths`` is None)."""
+        """Fold what changed (everything when ``paths`` is None); safe on a worker thread."""
+        with self.lock:
+            return self._refresh(paths)
+
+    def _refresh(self, paths: Iterable[Path] | None) -> Changes:
         changes = Changes()
-        before = set(self.log.obligations)
+        before = self.log.obligations
         entries = self.log.refresh()
+        # A new dict: the first read, a snapshot restored, or the log replaced and read again.
+        changes.full = not self.loaded or self.log.obligations is not before
         if entries:
             changes.obligations = True
-            changes.new_obligations = [
-                o for oid, o in self.log.obligations.items() if oid not in before
-            ]
+        if changes.full:
+            if self.loaded:
+                changes.new_obligations = [
+                    o for oid, o in self.log.obligations.items() if oid not in before
+                ]
+            self._recount()
+        else:
+            touched = changes.touched
+            obligations = self.log.obligations
+            for entry in entries:
+                if type(entry) is ObligationOpened:
+                    o = obligations.get(entry.obligation.id)
+                    if o is not None and o.history[0] is entry:
+                        changes.new_obligations.append(o)
+                        touched.add(o.id)
+                elif type(entry) is InteractionRequested:
+                    self._candidate(entry.request.obligation_id)
+                else:
+                    oid = getattr(entry, "obligation_id", None)
+                    if isinstance(oid, str):
+                        touched.add(oid)
+            for oid in touched:
+                o = obligations.get(oid)
+                if o is not None:
+                    self._account(o)
         for receipt in self._receipts.refresh():
             self.seen.setdefault(receipt.obligation_id, set()).add(receipt.person)
+            changes.touched.add(receipt.obligation_id)
             changes.obligations = True
-        touched = list(paths) if paths is not None else None
-        if touched is None or any(self._is_unit_file(p) for p in touched):
+        touched_paths = list(paths) if paths is not None else None
+        if changes.full or touched_paths is None or any(map(self._is_unit_file, touched_paths)):
             before_units = dict(self.units)
             before_leases = list(self.leases)
             self._read_units()
             changes.units = self.units != before_units or self.leases != before_leases
         if entries or changes.units:
             self.last_change = self.clock()
+        self.problem_count = len(self.problems)
         self.loaded = True
         return changes
+
+    # -- what is kept as the fold goes ---------------------------------------------------------
+
+    def _recount(self) -> None:
+        self.open, self.owed, self.veto = {}, {}, {}
+        self.severity_counts = Counter()
+        self._candidates = {}
+        for o in self.log.obligations.values():
+            self._account(o)
+        for interaction in self.log.interactions.values():
+            self._candidate(interaction.request.obligation_id)
+
+    def _account(self, o: ObligationState) -> None:
+        """Move one obligation into or out of what is counted, after it changed."""
+        oid = o.id
+        was = self.open.pop(oid, None)
+        if was is not None:
+            self.severity_counts[was.severity] -= 1
+            self.owed.pop(oid, None)
+            self.veto.pop(oid, None)
+        if o.status in TERMINAL_STATUSES:
+            self._candidates.pop(oid, None)
+            return
+        self.open[oid] = o
+        self.severity_counts[o.severity] += 1
+        if o.consumer == "human":
+            self.owed[oid] = o
+        if o.blocks and o.unit is None:
+            self.veto[oid] = o
+
+    def _candidate(self, oid: str) -> None:
+        """A question asked through the room, with its deadline, while it is open."""
+        o = self.log.obligations.get(oid)
+        interaction = self.log.interaction_for(oid)
+        if o is None or interaction is None or o.status in TERMINAL_STATUSES:
+            return
+        request = interaction.request
+        if request.channel != "tui":
+            return
+        try:
+            deadline = parse_iso(request.raised_at) + timedelta(milliseconds=request.timeout_ms)
+        except ValueError:
+            return
+        self._candidates[oid] = (o, interaction, deadline)
 
     def _is_unit_file(self, path: Path) -> bool:
         text = str(path)
@@ -142,13 +235,13 @@ class InstanceModel:
         )
 
     def open_obligations(self) -> list[ObligationState]:
-        return self.log.open_obligations()
+        return list(self.open.values())
 
     def instance_veto(self) -> list[ObligationState]:
-        return [o for o in self.log.open_obligations() if o.blocks and o.unit is None]
+        return list(self.veto.values())
 
     def owed_to_person(self) -> list[ObligationState]:
-        return [o for o in self.log.open_obligations() if o.consumer == "human"]
+        return list(self.owed.values())
 
     def unit_summary(self, unit: UnitRecord) -> tuple[str, str, str]:
         """(last outcome, last decision, budget) for the units table, read once per change.
@@ -180,31 +273,11 @@ class InstanceModel:
     def interaction(self, obligation_id: str) -> InteractionState | None:
         return self.log.interaction_for(obligation_id)
 
-    def _waiting_candidates(self) -> list[tuple[ObligationState, InteractionState, datetime]]:
-        """Open questions asked through the room, with their deadlines; recomputed per change."""
-        if self._candidates_at == self.log.lines:
-            return self._candidates
-        out = []
-        for i in self.log.interactions.values():
-            request = i.request
-            if request.channel != "tui":
-                continue
-            o = self.log.obligations.get(request.obligation_id)
-            if o is None or o.status in TERMINAL_STATUSES:
-                continue
-            try:
-                deadline = parse_iso(request.raised_at) + timedelta(milliseconds=request.timeout_ms)
-            except ValueError:
-                continue
-            out.append((o, i, deadline))
-        self._candidates, self._candidates_at = out, self.log.lines
-        return out
-
     def waiting_sessions(self) -> list[tuple[ObligationState, InteractionState, float]]:
         "Questions whose session is still waiting in ``ask_human``: (obligation, request, s left)."
         now = self.clock()
         out = []
-        for o, i, deadline in self._waiting_candidates():
+        for o, i, deadline in list(self._candidates.values()):
             if i.answers or o.status in TERMINAL_STATUSES:
                 continue
             left = (deadline - now).total_seconds()

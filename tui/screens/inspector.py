@@ -2,8 +2,12 @@
 
 The timeline lists attempts, budgets, decisions, obligation and interaction events, deliveries,
 memory, messages, audit evidence and verdicts, and effects, in time order with full
-timestamps, grouped by attempt; Enter expands a row to the whole record. Tabs show the
-contract and the report.
+timestamps, grouped by attempt; Enter expands a row to the whole record. Tabs (1 2 3) show the
+timeline, the contract and the report.
+
+The replay is built on a worker thread (it reads every store that names the unit); the screen
+is up at once, saying it is reading, and takes keys meanwhile. Only the rows in view are
+rendered.
 """
 
 from __future__ import annotations
@@ -12,37 +16,28 @@ import json
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static, TabbedContent, TabPane
+from textual.timer import Timer
+from textual.widgets import Input, Static, TabbedContent, TabPane
 
+from regulator.protocol.execution import UnitRecord
 from regulator.rules.budget import summary as budget_summary
 from regulator.views.timeline import TimelineRow, unit_timeline
 
+from ..bindings import INSPECTOR
+from ..keys import TimelineKey
 from ..model import InstanceModel
 from ..render import one_line, plain
-from ..widgets.rowtable import Column, RowTable
+from ..widgets.footer import RoomFooter
+from ..widgets.timeline import KIND_GLYPH, TimelineTable
 
-KIND_GLYPH = {
-    "unit": "◆",
-    "contract": "§",
-    "attempt": "▶",
-    "budget": "¤",
-    "decision": "⚖",
-    "obligation": "!",
-    "interaction": "?",
-    "delivery": "✉",
-    "memory": "✎",
-    "message": "≈",
-    "evidence": "⚙",
-    "verdict": "✔",
-    "acceptance": "☑",
-    "effect": "↯",
-    "observation": "⚠",
-}
+KIND_FILTER_DEBOUNCE_S = 0.05
+
+__all__ = ["KIND_GLYPH", "UnitInspector"]
 
 
 def _bar(used: float, ceiling: float, width: int = 20) -> Text:
@@ -53,24 +48,28 @@ def _bar(used: float, ceiling: float, width: int = 20) -> Text:
 
 
 class UnitInspector(Screen[None]):
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "back", "back"),
-        Binding("slash", "filter", "filter kinds"),
-        Binding("left_square_bracket", "attempt(-1)", "prev attempt"),
-        Binding("right_square_bracket", "attempt(1)", "next attempt"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = list(INSPECTOR)
 
     def __init__(self, model: InstanceModel, unit_id: str) -> None:
         super().__init__()
         self.model = model
         self.unit_id = unit_id
-        self.rows: dict[str, TimelineRow] = {}
         self.kind_filter = ""
+        self._filter_timer: Timer | None = None
+        self.built = 0  # how many times the replay was built (a test waits on it)
+
+    @property
+    def rows(self) -> dict[str, TimelineRow]:
+        return self.timeline.rows
+
+    @property
+    def timeline(self) -> TimelineTable:
+        return self.query_one(TimelineTable)
 
     def compose(self) -> ComposeResult:
         yield Static("", id="unit-header", classes="topbar")
         with TabbedContent(id="unit-tabs"):
-            with TabPane("Timeline", id="tab-timeline"):
+            with TabPane("1 Timeline", id="tab-timeline"):
                 yield Static("", id="budgets", classes="budgets")
                 yield Input(
                     placeholder="show only kinds: attempt decision obligation …",
@@ -78,37 +77,34 @@ class UnitInspector(Screen[None]):
                     classes="filter hidden",
                 )
                 with Horizontal(classes="split"):
-                    yield RowTable(
-                        [
-                            Column("at", 23),
-                            Column("", 1),
-                            Column("kind", 11),
-                            Column("att", 3),
-                            Column("what", None),
-                        ],
-                        self._render_row,
-                        empty="no records name this unit",
-                        id="timeline",
-                    )
+                    yield TimelineTable(self.model.redactor, id="timeline")
                     with VerticalScroll(id="record-pane", classes="detail"):
                         yield Static("", id="record")
-            with TabPane("Contract", id="tab-contract"), VerticalScroll():
+            with TabPane("2 Contract", id="tab-contract"), VerticalScroll():
                 yield Static("", id="contract")
-            with TabPane("Report", id="tab-report"), VerticalScroll():
+            with TabPane("3 Report", id="tab-report"), VerticalScroll():
                 yield Static("", id="report")
-        yield Footer()
+        yield RoomFooter()
 
     def on_mount(self) -> None:
+        self.timeline.focus()
         self.refresh_view()
-        self.query_one("#timeline", RowTable).focus()
 
     def refresh_view(self) -> None:
+        """Read the unit again: the header at once, the replay on a worker."""
         model = self.model
         unit = model.units.get(self.unit_id) or model.store.find_unit(self.unit_id)
         header = self.query_one("#unit-header", Static)
         if unit is None:
             header.update(Text(f"unit {self.unit_id}: no longer present"))
             return
+        header.update(self._header(unit))
+        if not self.rows:
+            self.timeline.loading = True
+        self._build(unit)
+
+    def _header(self, unit: UnitRecord) -> Text:
+        model = self.model
         lease = next((lease for lease in model.leases if lease.unit_id == self.unit_id), None)
         lease_text = "no lease"
         if lease is not None:
@@ -119,23 +115,37 @@ class UnitInspector(Screen[None]):
                 else f"lease {lease.branch} expired"
             )
         reason = f" — {one_line(unit.reason, model.redactor)}" if unit.reason else ""
-        header.update(
-            Text.assemble(
-                (f"unit {unit.unit_id}", "bold"),
-                f" · {unit.status} · {unit.unit_type}"
-                f" · contract {unit.contract.id} v{unit.contract.version}",
-                f" · {unit.attempts} attempt(s) · {lease_text}",
-                (reason, "italic"),
-            )
+        return Text.assemble(
+            (f"unit {unit.unit_id}", "bold"),
+            f" · {unit.status} · {unit.unit_type}"
+            f" · contract {unit.contract.id} v{unit.contract.version}",
+            f" · {unit.attempts} attempt(s) · {lease_text}",
+            (reason, "italic"),
         )
-        self._budgets(unit.attempts)
-        rows = unit_timeline(model.layout, self.unit_id, log=model.log)
-        self.rows = {r.ref: r for r in rows}
-        self._apply_filter()
-        self._contract(unit.contract.version)
-        self._report()
 
-    def _budgets(self, attempts: int) -> None:
+    @work(thread=True, exclusive=True, group="inspector")
+    def _build(self, unit: UnitRecord) -> None:
+        model = self.model
+        with model.lock:  # the fold must not change under the replay being read from it
+            rows = unit_timeline(model.layout, self.unit_id, log=model.log)
+        budgets = self._budgets(unit.attempts)
+        contract = self._contract(unit.contract.version)
+        report = self._report()
+        self.app.call_from_thread(self._built, {r.ref: r for r in rows}, budgets, contract, report)
+
+    def _built(
+        self, rows: dict[str, TimelineRow], budgets: Text, contract: Text, report: Text
+    ) -> None:
+        if not self.is_attached:
+            return  # closed while it was being read
+        self.timeline.loading = False
+        self.timeline.show(rows)
+        self.query_one("#budgets", Static).update(budgets)
+        self.query_one("#contract", Static).update(contract)
+        self.query_one("#report", Static).update(report)
+        self.built += 1
+
+    def _budgets(self, attempts: int) -> Text:
         lines = Text()
         for attempt in range(1, attempts + 1):
             ledger = self.model.store.budget(self.unit_id, attempt)
@@ -157,45 +167,34 @@ class UnitInspector(Screen[None]):
             if ledger.compactions:
                 lines.append(f" · {len(ledger.compactions)} compaction(s)")
             lines.append("\n")
-        self.query_one("#budgets", Static).update(
-            lines if lines.plain else Text("no budget ledger yet", style="dim")
+        return lines if lines.plain else Text("no budget ledger yet", style="dim")
+
+    def _contract(self, version: int) -> Text:
+        contract = self.model.store.contract(self.unit_id, version)
+        if contract is None:
+            return Text("contract file missing")
+        return plain(
+            json.dumps(contract.to_json_dict(), indent=2, ensure_ascii=False), self.model.redactor
         )
 
-    def _render_row(self, key: str, style: object) -> list[Text]:
-        if key.startswith("group:"):
-            label = key.split(":")[1]
-            title = f"── attempt {label} " if label != "-" else "── outside any attempt "
-            return [Text(title, style="bold"), Text(""), Text(""), Text(""), Text("")]
-        row = self.rows[key]
-        return [
-            Text(row.at[:23].replace("T", " ")),
-            Text(KIND_GLYPH.get(row.kind, "·")),
-            Text(row.kind),
-            Text(f"a{row.attempt}" if row.attempt else ""),
-            plain(f"{row.title}" + (f" — {row.detail}" if row.detail else ""), self.model.redactor),
-        ]
+    def _report(self) -> Text:
+        report = self.model.store.latest_report(self.unit_id)
+        if report is None:
+            return Text(
+                "no report: the unit has not called report_result against this contract version"
+            )
+        return plain(
+            json.dumps(report.to_json_dict(), indent=2, ensure_ascii=False), self.model.redactor
+        )
 
-    def _apply_filter(self) -> None:
-        kinds = set(self.kind_filter.split())
-        keys: list[str] = []
-        current: int | str | None = "start"
-        for k, r in self.rows.items():
-            if kinds and r.kind not in kinds:
-                continue
-            if r.attempt != current:
-                # A group header where the attempt changes: the replay reads attempt by attempt.
-                keys.append(f"group:{r.attempt if r.attempt is not None else '-'}:{len(keys)}")
-                current = r.attempt
-            keys.append(k)
-        self.query_one("#timeline", RowTable).set_rows(keys)
-
-    @on(RowTable.Highlighted, "#timeline")
-    def _show(self, event: RowTable.Highlighted) -> None:
+    @on(TimelineTable.Highlighted, "#timeline")
+    def _show(self, event: TimelineTable.Highlighted) -> None:
         record = self.query_one("#record", Static)
-        if event.key is None or event.key not in self.rows:
+        key = event.key
+        if not isinstance(key, TimelineKey):
             record.update("")
             return
-        row = self.rows.get(event.key)
+        row = self.rows.get(key.ref)
         if row is None:
             record.update(Text("a group of records of one attempt", style="dim"))
             return
@@ -207,46 +206,25 @@ class UnitInspector(Screen[None]):
         )
         record.update(text)
 
-    @on(RowTable.Selected, "#timeline")
+    @on(TimelineTable.Selected, "#timeline")
     def _expand(self) -> None:
         self.query_one("#record-pane").focus()
 
-    def _contract(self, version: int) -> None:
-        contract = self.model.store.contract(self.unit_id, version)
-        target = self.query_one("#contract", Static)
-        if contract is None:
-            target.update("contract file missing")
-            return
-        target.update(
-            plain(
-                json.dumps(contract.to_json_dict(), indent=2, ensure_ascii=False),
-                self.model.redactor,
-            )
-        )
-
-    def _report(self) -> None:
-        report = self.model.store.latest_report(self.unit_id)
-        target = self.query_one("#report", Static)
-        if report is None:
-            target.update(
-                "no report: the unit has not called report_result against this contract version"
-            )
-            return
-        target.update(
-            plain(
-                json.dumps(report.to_json_dict(), indent=2, ensure_ascii=False), self.model.redactor
-            )
-        )
+    def action_tab(self, pane: str) -> None:
+        self.query_one("#unit-tabs", TabbedContent).active = pane
+        if pane == "tab-timeline":
+            self.timeline.focus()
 
     def action_back(self) -> None:
         kind_filter = self.query_one("#kind-filter", Input)
         if not kind_filter.has_class("hidden"):
             kind_filter.add_class("hidden")
-            self.query_one("#timeline", RowTable).focus()
+            self.timeline.focus()
             return
         self.app.pop_screen()
 
     def action_filter(self) -> None:
+        self.action_tab("tab-timeline")
         kind_filter = self.query_one("#kind-filter", Input)
         kind_filter.remove_class("hidden")
         kind_filter.cursor_blink = False
@@ -254,17 +232,25 @@ class UnitInspector(Screen[None]):
 
     @on(Input.Changed, "#kind-filter")
     def _filtered(self, event: Input.Changed) -> None:
-        self.kind_filter = event.value
-        self._apply_filter()
+        if self._filter_timer is not None:
+            self._filter_timer.stop()
+        value = event.value
+        self._filter_timer = self.set_timer(KIND_FILTER_DEBOUNCE_S, lambda: self._kinds(value))
+
+    def _kinds(self, value: str) -> None:
+        self._filter_timer = None
+        self.kind_filter = value
+        self.timeline.show(self.rows, set(value.split()))
 
     @on(Input.Submitted, "#kind-filter")
-    def _filter_done(self) -> None:
-        self.query_one("#timeline", RowTable).focus()
+    def _filter_done(self, event: Input.Submitted) -> None:
+        self._kinds(event.value)
+        self.timeline.focus()
 
     def action_attempt(self, step: int) -> None:
         """``[`` and ``]``: to the previous or next attempt's group."""
-        table = self.query_one("#timeline", RowTable)
-        headers = [i for i, k in enumerate(table.keys) if k.startswith("group:")]
+        table = self.timeline
+        headers = table.group_rows()
         later = [i for i in headers if (i > table.cursor if step > 0 else i < table.cursor)]
         if later:
             table.cursor = later[0] if step > 0 else later[-1]

@@ -1,17 +1,22 @@
-"""A table that renders only the rows on screen, keyed by id so the cursor survives updates.
+"""A table that renders only the rows on screen, keyed so the cursor survives updates.
 
 Textual's DataTable builds every row up front (about 0.12 ms a row), which is seconds for an
-inbox of 100,000 obligations. This one keeps the rows as data and renders a line when it is
+inbox of 100,000 obligations. This one keeps the rows as keys and renders a line when it is
 shown (the line API), so a refresh or a key press costs the same at 100 rows or 100,000.
+
+Each subclass renders its own rows (``render_row``) from the data it was given; the table
+caches the rendered lines and drops the cache whenever its styles change (a theme switch, a
+focus change), so no row keeps the colours of a theme that is gone. Columns carry a priority:
+where the width does not hold them all, the least important give way first, so that the
+column that takes the rest (a subject) stays readable.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
-from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
@@ -22,19 +27,18 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+K = TypeVar("K", bound=Hashable)
+
 
 @dataclass(frozen=True)
 class Column:
     title: str
-    width: int | None  # None: takes what the others leave (at least 10)
+    width: int | None  # None: takes what the others leave
+    # 0 never gives way; higher numbers give way first when the width is short.
+    gives_way: int = 0
 
 
-# render_row(key, style) -> cells; ``style(name)`` is the theme's style for a component
-# class name such as "critical", "blocking", "veto", "dim" or "new".
-RowRenderer = Callable[[str, Callable[[str], Style]], Sequence[Text]]
-
-
-class RowTable(ScrollView, can_focus=True):
+class RowTable(ScrollView, Generic[K], can_focus=True):
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "rowtable--header",
         "rowtable--cursor",
@@ -64,57 +68,59 @@ class RowTable(ScrollView, can_focus=True):
     RowTable > .rowtable--ok { color: $success; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up,k", "cursor(-1)", "up", show=False),
-        Binding("down,j", "cursor(1)", "down", show=False),
-        Binding("pageup", "page(-1)", show=False),
-        Binding("pagedown", "page(1)", show=False),
-        Binding("home,g", "edge(0)", "first", show=False),
-        Binding("end,G", "edge(1)", "last", show=False),
-        Binding("enter", "select", "open", show=False),
+        Binding("up,k", "cursor(-1)", "up", show=False, id="table.up"),
+        Binding("down,j", "cursor(1)", "down", show=False, id="table.down"),
+        Binding("pageup", "page(-1)", show=False, id="table.page_up"),
+        Binding("pagedown", "page(1)", show=False, id="table.page_down"),
+        Binding("home,g", "edge(0)", "first", show=False, id="table.first"),
+        Binding("end,G", "edge(1)", "last", show=False, id="table.last"),
+        Binding("enter", "select", "open", show=False, id="table.open"),
     ]
+    #: What the flexible column keeps before others give way.
+    FLEX_MIN = 24
+    EMPTY = "nothing here"
 
     cursor = reactive(0, repaint=False, init=False)
 
     class Highlighted(Message):
-        def __init__(self, table: RowTable, key: str | None) -> None:
+        def __init__(self, table: RowTable[Any], key: Any) -> None:
             super().__init__()
             self.table = table
             self.key = key
 
         @property
-        def control(self) -> RowTable:
+        def control(self) -> RowTable[Any]:
             return self.table
 
     class Selected(Message):
-        def __init__(self, table: RowTable, key: str) -> None:
+        def __init__(self, table: RowTable[Any], key: Any) -> None:
             super().__init__()
             self.table = table
             self.key = key
 
         @property
-        def control(self) -> RowTable:
+        def control(self) -> RowTable[Any]:
             return self.table
 
-    def __init__(
-        self,
-        columns: Sequence[Column],
-        render_row: RowRenderer,
-        *,
-        empty: str = "nothing here",
-        **kw: object,
-    ) -> None:
-        super().__init__(**kw)  # type: ignore[arg-type]
+    def __init__(self, columns: Sequence[Column], **kw: Any) -> None:
+        super().__init__(**kw)
         self.columns = list(columns)
-        self.render_row = render_row
-        self.keys: list[str] = []
-        self._index: dict[str, int] = {}
-        self.marked: set[str] = set()
-        self.empty = empty
-        self._cache: dict[tuple[str, int, bool], Strip] = {}
+        self.keys: list[K] = []
+        self._index: dict[K, int] = {}
+        self.marked: set[K] = set()
+        self.empty = self.EMPTY
+        self._cache: dict[tuple[K, int, bool], Strip] = {}
+        self._layout: tuple[int, list[int], list[int]] | None = None
+
+    # -- what a subclass provides ----------------------------------------------------------------
+
+    def render_row(self, key: K) -> Sequence[Text]:
+        """The cells of one row, one per column (``self.style_for`` gives theme colours)."""
+        raise NotImplementedError
 
     # -- data -------------------------------------------------------------------------------
 
-    def set_rows(self, keys: Sequence[str], *, changed: bool = True) -> None:
+    def set_rows(self, keys: Sequence[K], *, changed: bool = True) -> None:
         """Show ``keys`` in this order; the cursor stays on the row it was on when it can."""
         current = self.current_key
         self.keys = list(keys)
@@ -126,44 +132,73 @@ class RowTable(ScrollView, can_focus=True):
             self.set_reactive(RowTable.cursor, self._index[current])
         else:
             self.set_reactive(RowTable.cursor, min(self.cursor, max(0, len(self.keys) - 1)))
-        self._scroll_to_cursor()
+        self.scroll_to_cursor()
         self.refresh()
         self.post_message(self.Highlighted(self, self.current_key))
 
-    def invalidate(self, key: str | None = None) -> None:
-        """A row's content changed: render it again (all rows when ``key`` is None)."""
-        if key is None:
+    def invalidate(self, keys: object = None) -> None:
+        """Rows changed: render them again (every row when ``keys`` is None)."""
+        if keys is None:
             self._cache.clear()
         else:
-            for cached in [k for k in self._cache if k[0] == key]:
+            wanted = set(keys) if isinstance(keys, set | frozenset | list | tuple) else {keys}
+            for cached in [k for k in self._cache if k[0] in wanted]:
                 del self._cache[cached]
         self.refresh()
 
     @property
-    def current_key(self) -> str | None:
+    def current_key(self) -> K | None:
         return self.keys[self.cursor] if 0 <= self.cursor < len(self.keys) else None
 
-    def move_to(self, key: str) -> bool:
+    def move_to(self, key: K) -> bool:
         index = self._index.get(key)
         if index is None:
             return False
         self.cursor = index
+        self.scroll_to_cursor()
         return True
 
     # -- rendering ----------------------------------------------------------------------------
 
-    def _widths(self, width: int) -> list[int]:
-        fixed = sum(c.width or 0 for c in self.columns) + len(self.columns) - 1
-        flex = [c for c in self.columns if c.width is None]
-        share = max(10, (width - fixed) // max(1, len(flex))) if flex else 0
-        return [c.width if c.width is not None else share for c in self.columns]
+    def notify_style_update(self) -> None:
+        # A theme switch (or focus, which changes the cursor's colour): cached lines hold the
+        # old colours, so they go.
+        super().notify_style_update()
+        self._cache.clear()
+        self.refresh()
+
+    def _columns_for(self, width: int) -> tuple[list[int], list[int]]:
+        """(the visible columns' indexes, their widths) for ``width``."""
+        if self._layout is not None and self._layout[0] == width:
+            return self._layout[1], self._layout[2]
+        shown = list(range(len(self.columns)))
+        order = sorted(
+            (i for i, c in enumerate(self.columns) if c.gives_way),
+            key=lambda i: -self.columns[i].gives_way,
+        )
+        while True:
+            fixed = sum(self.columns[i].width or 0 for i in shown) + len(shown) - 1
+            flex = [i for i in shown if self.columns[i].width is None]
+            room = (width - fixed) // max(1, len(flex)) if flex else width - fixed
+            if room >= (self.FLEX_MIN if flex else 0) or not order:
+                break
+            shown.remove(order.pop(0))
+        share = max(6, room) if flex else 0
+        widths = [self.columns[i].width or share for i in shown]
+        self._layout = (width, shown, widths)
+        return shown, widths
 
     def _line(self, cells: Sequence[Text], width: int) -> Text:
         line = Text(no_wrap=True, overflow="ellipsis")
-        for i, (cell, w) in enumerate(zip(cells, self._widths(width), strict=False)):
-            if i:
+        if len(cells) == 1 and len(self.columns) > 1:  # one cell: a heading across the row
+            line.append_text(cells[0])
+            line.truncate(width, overflow="ellipsis", pad=True)
+            return line
+        shown, widths = self._columns_for(width)
+        for n, (i, w) in enumerate(zip(shown, widths, strict=True)):
+            if n:
                 line.append(" ")
-            piece = cell.copy()
+            piece = cells[i].copy() if i < len(cells) else Text("")
             piece.no_wrap = True
             piece.truncate(w, overflow="ellipsis", pad=True)
             line.append_text(piece)
@@ -202,7 +237,11 @@ class RowTable(ScrollView, can_focus=True):
         if cached is not None:
             return cached
         style = self.get_component_rich_style("rowtable--cursor") if selected else None
-        line = self._line(self.render_row(key, self.style_for), width)
+        try:
+            cells = self.render_row(key)
+        except (KeyError, RuntimeError):  # gone, or being folded on a worker: shown next time
+            return self._strip(Text("…", style="dim"), width)
+        line = self._line(cells, width)
         if selected:
             line.spans = []  # the cursor's colours alone, so nothing vanishes into them
         elif key in self.marked:
@@ -216,6 +255,8 @@ class RowTable(ScrollView, can_focus=True):
     def on_resize(self, event: events.Resize) -> None:
         self.virtual_size = Size(event.size.width, len(self.keys) + 1)
         self._cache.clear()
+        self._layout = None
+        self.call_after_refresh(self.scroll_to_cursor)
 
     # -- moving -------------------------------------------------------------------------------
 
@@ -224,12 +265,13 @@ class RowTable(ScrollView, can_focus=True):
             if 0 <= index < len(self.keys):
                 for cached in [k for k in self._cache if k[0] == self.keys[index]]:
                     del self._cache[cached]
-        self._scroll_to_cursor()
+        self.scroll_to_cursor()
         self.refresh()
         self.post_message(self.Highlighted(self, self.current_key))
 
-    def _scroll_to_cursor(self) -> None:
-        visible = max(1, self.size.height - 1)
+    def scroll_to_cursor(self) -> None:
+        """Keep the cursor's row in view (the header takes the first line)."""
+        visible = max(1, self.scrollable_content_region.height - 1)
         top = self.scroll_offset.y
         if self.cursor < top:
             self.scroll_to(y=self.cursor, animate=False, immediate=True)
@@ -241,7 +283,7 @@ class RowTable(ScrollView, can_focus=True):
             self.cursor = max(0, min(len(self.keys) - 1, self.cursor + delta))
 
     def action_page(self, direction: int) -> None:
-        self.action_cursor(direction * max(1, self.size.height - 2))
+        self.action_cursor(direction * max(1, self.scrollable_content_region.height - 2))
 
     def action_edge(self, end: int) -> None:
         if self.keys:
@@ -260,4 +302,4 @@ class RowTable(ScrollView, can_focus=True):
                 self.action_select()
 
 
-__all__ = ["Column", "RowTable", "Segment"]
+__all__ = ["Column", "RowTable"]

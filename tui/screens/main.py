@@ -1,0 +1,179 @@
+"""The main screen: the top bar, the banners, and the Instances, Inbox and Attention tabs.
+
+It composes the parts and passes them what they show (``data_bind`` from its own reactives,
+which the App sets); the parts send up what a person did, and the screen routes it to the App,
+which acts. Nothing here renders a row or a pane itself.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import BindingType
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.widgets import TabbedContent, TabPane
+
+from ..bindings import MAIN
+from ..keys import RowKey, UnitKey
+from ..widgets.attention import AttentionView
+from ..widgets.banners import VetoBanner, WaitingBanner
+from ..widgets.footer import RoomFooter
+from ..widgets.inbox import InboxTable, InboxView
+from ..widgets.instances import InstancesView, UnitsTable
+from ..widgets.topbar import TopBar
+
+if TYPE_CHECKING:
+    from ..app import RoomApp
+
+FOCUS = {"instances": "#instance-table", "inbox": "#inbox-table", "attention": "#attention"}
+
+
+class MainScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = list(MAIN)
+
+    # What the parts show, set by the App and bound down in compose.
+    version = reactive(0, init=False)
+    person: reactive[str | None] = reactive(None, init=False)
+    grants = reactive("", init=False)
+    paused = reactive(False, init=False)
+    watching = reactive(True, init=False)
+    as_of = reactive("", init=False)
+    problems = reactive(0, init=False)
+    reading = reactive(0, init=False)
+    preset = reactive(0, init=False)
+
+    def __init__(self, room: RoomApp) -> None:
+        super().__init__()
+        self.room = room
+        self.set_reactive(MainScreen.person, room.person)
+        self.set_reactive(MainScreen.grants, room.grants_text())
+        self.set_reactive(MainScreen.watching, room.watching)
+        self.set_reactive(MainScreen.reading, sum(not m.loaded for m in room.models))
+
+    def compose(self) -> ComposeResult:
+        room = self.room
+        yield TopBar(id="topbar", classes="topbar").data_bind(
+            MainScreen.person,
+            MainScreen.grants,
+            MainScreen.paused,
+            MainScreen.watching,
+            MainScreen.as_of,
+            MainScreen.problems,
+            MainScreen.reading,
+        )
+        yield VetoBanner(room.models, id="veto-banner").data_bind(MainScreen.version)
+        yield WaitingBanner(room.models, id="waiting-banner").data_bind(MainScreen.version)
+        with TabbedContent(initial="instances", id="tabs"):
+            with TabPane("Instances", id="instances"):
+                yield InstancesView(room.models, room.clock, id="instances-view").data_bind(
+                    MainScreen.version
+                )
+            with TabPane("Inbox", id="inbox"):
+                yield InboxView(room.models, room.clock, room.new, id="inbox-view").data_bind(
+                    MainScreen.person, MainScreen.preset
+                )
+            with TabPane("Attention", id="attention-tab"):
+                yield AttentionView(room.models, room.clock, id="attention").data_bind(
+                    MainScreen.version
+                )
+        yield RoomFooter()
+
+    def on_mount(self) -> None:
+        self.query_one("#instance-table").focus()
+        self.loading_changed()
+
+    @property
+    def inbox(self) -> InboxView:
+        return self.query_one(InboxView)
+
+    @property
+    def inbox_table(self) -> InboxTable:
+        return self.query_one(InboxTable)
+
+    def watch_reading(self) -> None:
+        self.loading_changed()
+
+    def loading_changed(self) -> None:
+        # Until the first read of every instance is done, the tables say they are loading; the
+        # tabs, the keys and the dialogs that need no data work meanwhile.
+        busy = self.reading > 0
+        for selector in ("#instance-table", "#inbox-table"):
+            self.query_one(selector).loading = busy
+
+    # -- actions routed to the App ----------------------------------------------------------------
+
+    def action_tab(self, name: str) -> None:
+        tab = "attention-tab" if name == "attention" else name
+        self.query_one("#tabs", TabbedContent).active = tab
+        # Focus moves into the tab: a tab whose pane holds no focus does not stay shown.
+        self.query_one(FOCUS[name]).focus()
+        if name == "attention":
+            self.query_one(AttentionView).make()
+
+    def action_answer(self) -> None:
+        self.room.open_dialog("answer")
+
+    def action_resolve(self) -> None:
+        self.room.open_dialog("resolve")
+
+    def action_acknowledge(self) -> None:
+        self.room.open_dialog("acknowledge")
+
+    def action_escalate(self) -> None:
+        self.room.open_dialog("escalate")
+
+    def action_open_unit(self) -> None:
+        self.room.open_unit_of_selection()
+
+    def action_filter(self) -> None:
+        self.action_tab("inbox")
+        self.inbox.open_filter()
+
+    def action_preset(self) -> None:
+        self.room.cycle_preset()
+
+    def action_waiting(self) -> None:
+        self.room.go_to_waiting()
+
+    def action_back(self) -> None:
+        self.inbox.close_filter()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("answer", "resolve", "acknowledge", "escalate"):
+            return self.room.may(action)
+        return True
+
+    # -- messages from the parts -------------------------------------------------------------------
+
+    @on(TabbedContent.TabActivated, "#tabs")
+    def _tab_shown(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane.id == "attention-tab":
+            self.query_one(AttentionView).make()
+
+    @on(InboxView.Counted)
+    def _counted(self, event: InboxView.Counted) -> None:
+        label = f"Inbox ({event.shown} · {event.vetoes} veto · {event.preset})"
+        self.query_one("#tabs", TabbedContent).get_tab("inbox").label = label
+
+    @on(InboxView.Rested)
+    def _rested(self, event: InboxView.Rested) -> None:
+        self.room.selection_rested()
+
+    @on(InboxTable.Selected, "#inbox-table")
+    def _open(self, event: InboxTable.Selected) -> None:
+        key = event.key
+        assert isinstance(key, RowKey)
+        self.room.open_obligation(key)
+        self.query_one("#detail-pane").focus()
+
+    @on(UnitsTable.Selected, "#units")
+    def _unit(self, event: UnitsTable.Selected) -> None:
+        key = event.key
+        assert isinstance(key, UnitKey)
+        self.room.open_unit(key.instance, key.unit_id)
+
+
+__all__ = ["MainScreen"]

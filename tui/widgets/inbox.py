@@ -1,0 +1,248 @@
+"""The Inbox tab: obligations across every instance, a filter, and the selected one's detail.
+
+``InboxTable`` renders its own rows from the ``InboxIndex`` it is given; ``InboxView`` owns the
+filter (debounced, and narrowing what is shown when more is typed) and the preset, and tells
+the screen what it counts (``InboxView.Counted``) and which row rests under the cursor
+(``InboxView.Rested``), so the App can act on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.reactive import reactive
+from textual.timer import Timer
+from textual.widgets import Input
+
+from regulator.protocol.clock import Clock
+from regulator.protocol.vocab import TERMINAL_STATUSES
+
+from ..inbox_index import PRESETS, InboxIndex
+from ..keys import RowKey
+from ..model import SEVERITY_GLYPH, STATUS_GLYPH, Changes, InstanceModel, age
+from ..render import one_line, plain
+from .detail import ObligationDetail
+from .rowtable import Column, RowTable
+
+FILTER_DEBOUNCE_S = 0.05
+REST_S = 0.08
+
+
+class InboxTable(RowTable[RowKey]):
+    EMPTY = "nothing owed here right now"
+
+    def __init__(self, index: InboxIndex, clock: Clock, new: set[RowKey], **kw: Any) -> None:
+        several = len(index.models) > 1
+        columns = [
+            Column("severity", 10),
+            Column("veto", 6, gives_way=4),
+            Column("status", 6, gives_way=5),
+            Column("owed", 5, gives_way=3),
+            Column("concern", 11, gives_way=6),
+            Column("subject", None),
+            Column("unit", 14, gives_way=2),
+            *([Column("instance", 8, gives_way=7)] if several else []),
+            Column("age", 5, gives_way=1),
+            Column("delivery", 10, gives_way=8),
+        ]
+        super().__init__(columns, **kw)
+        self.index = index
+        self.clock = clock
+        self.new = new
+        self.marked = new
+        self.several = several
+
+    def render_row(self, key: RowKey) -> Sequence[Text]:
+        model = self.index.models[key.instance]
+        o = model.log.obligations[key.oid]
+        style = self.style_for
+        closed = o.status in TERMINAL_STATUSES
+        vetoes = o.blocks and not closed
+        seen = model.seen.get(o.id)
+        if seen:
+            delivery = f"seen {','.join(sorted(seen))}"
+        elif o.deliveries:
+            reminded = " +rem" if any(d.reminder for d in o.deliveries) else ""
+            delivery = f"×{len(o.deliveries)}{reminded}"
+        else:
+            delivery = "not sent" if o.consumer == "human" and not closed else ""
+        subject = plain(one_line(o.subject, model.redactor))
+        return [
+            Text(f"{SEVERITY_GLYPH[o.severity]} {o.severity}", style=style(o.severity)),
+            Text("■ veto" if vetoes else "", style=style("veto")),
+            Text(f"{STATUS_GLYPH[o.status]} {o.status[:4]}"),
+            Text(o.consumer),
+            Text(o.concern.replace("-signal", "").replace("-decision", "")),
+            (Text("● new ", style=style("new")) + subject) if key in self.new else subject,
+            plain(o.unit or "(instance)", model.redactor),
+            *([Text(model.name[:8])] if self.several else []),
+            Text(age(o.opened_at, self.clock())),
+            Text(delivery, style=style("ok") if seen else style("dim")),
+        ]
+
+
+class InboxView(Vertical):
+    """Attributes down (``preset``, ``person``), messages up (``Counted``, ``Rested``)."""
+
+    preset = reactive(0, init=False)
+    person: reactive[str | None] = reactive(None, init=False)
+
+    class Counted(Message):
+        def __init__(self, shown: int, vetoes: int, preset: str) -> None:
+            super().__init__()
+            self.shown = shown
+            self.vetoes = vetoes
+            self.preset = preset
+
+    class Rested(Message):
+        """The cursor came to rest on ``key`` (the detail follows; bindings may change)."""
+
+        def __init__(self, key: RowKey | None) -> None:
+            super().__init__()
+            self.key = key
+
+    def __init__(
+        self, models: list[InstanceModel], clock: Clock, new: set[RowKey], **kw: Any
+    ) -> None:
+        super().__init__(**kw)
+        self.models = models
+        self.clock = clock
+        self.new = new
+        self.index = InboxIndex(models, new.__contains__)
+        self._filter_timer: Timer | None = None
+        self._rest_timer: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Input(
+            placeholder="filter: text, is:blocking, kind:consent, unit:…, owed:human, !…",
+            id="filter",
+            classes="filter hidden",
+        )
+        with Horizontal(classes="split"):
+            yield InboxTable(self.index, self.clock, self.new, id="inbox-table")
+            with VerticalScroll(id="detail-pane", classes="detail"):
+                yield ObligationDetail(self.models, id="detail")
+
+    @property
+    def table(self) -> InboxTable:
+        return self.query_one(InboxTable)
+
+    @property
+    def detail(self) -> ObligationDetail:
+        return self.query_one(ObligationDetail)
+
+    # -- attributes down ----------------------------------------------------------------------
+
+    def watch_preset(self, preset: int) -> None:
+        self.index.preset = preset
+        self.rebuild()
+
+    def watch_person(self, person: str | None) -> None:
+        self.index.person = person
+        self.rebuild()
+
+    def rebuild(self) -> None:
+        self.index.rebuild()
+        self._show()
+
+    def apply(self, index: int, changes: Changes) -> None:
+        """A fold of instance ``index`` finished: move the rows it touched, or all of them."""
+        if changes.full or self.index.stale:
+            self.index.rebuild()
+        elif changes.touched:
+            changed = self.index.update(index, changes.touched)
+            self.table.invalidate(changed)
+        else:
+            return
+        self._show()
+        self.detail.version += 1
+
+    def _show(self) -> None:
+        table = self.table
+        table.set_rows(self.index.keys)
+        vetoes = self.index.vetoes()
+        self.post_message(self.Counted(len(self.index), vetoes, PRESETS[self.index.preset]))
+        self.detail.empty = (
+            "Nothing owed to a person right now."
+            if PRESETS[self.index.preset] == "owed to me"
+            else "Nothing here."
+        )
+
+    # -- the filter ------------------------------------------------------------------------------
+
+    def open_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.remove_class("hidden")
+        box.cursor_blink = False
+        box.focus()
+
+    def close_filter(self) -> bool:
+        """Esc: clears and hides the filter; False when it was not open."""
+        box = self.query_one("#filter", Input)
+        if box.has_class("hidden"):
+            return False
+        box.value = ""
+        box.add_class("hidden")
+        self._apply_filter("")
+        self.table.focus()
+        return True
+
+    def set_filter(self, text: str) -> None:
+        self.query_one("#filter", Input).value = text
+        self._apply_filter(text)
+
+    @on(Input.Changed, "#filter")
+    def _typed(self, event: Input.Changed) -> None:
+        event.stop()
+        # Keystrokes in a burst are one filtering; the last one wins.
+        if self._filter_timer is not None:
+            self._filter_timer.stop()
+        value = event.value
+        self._filter_timer = self.set_timer(FILTER_DEBOUNCE_S, lambda: self._apply_filter(value))
+
+    @on(Input.Submitted, "#filter")
+    def _filter_done(self, event: Input.Submitted) -> None:
+        event.stop()
+        self._apply_filter(event.value)
+        self.table.focus()
+
+    def _apply_filter(self, text: str) -> None:
+        if self._filter_timer is not None:
+            self._filter_timer.stop()
+            self._filter_timer = None
+        if text == self.index.query:
+            return
+        self.index.set_query(text)
+        self._show()
+
+    @property
+    def filtering(self) -> bool:
+        """A filter typed and not applied yet."""
+        return self._filter_timer is not None
+
+    # -- the cursor -----------------------------------------------------------------------------
+
+    @on(InboxTable.Highlighted, "#inbox-table")
+    def _highlight(self, event: InboxTable.Highlighted) -> None:
+        event.stop()
+        # Moving fast through a long inbox re-renders only the cursor; the detail pane and the
+        # footer follow once the cursor rests (a re-layout per key press is what costs).
+        if self._rest_timer is not None:
+            self._rest_timer.stop()
+        key = event.key
+        self._rest_timer = self.set_timer(REST_S, lambda: self._rest(key))
+
+    def _rest(self, key: RowKey | None) -> None:
+        self._rest_timer = None
+        self.detail.key = key
+        self.detail.version += 1
+        self.post_message(self.Rested(key))
+
+
+__all__ = ["InboxTable", "InboxView"]
