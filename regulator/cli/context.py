@@ -64,5 +64,27 @@ def refusals() -> Iterator[None]:
 
 def print_json(value: Any) -> None:
     """JSON for machines: the same data, but a bidi override or an escape sequence in a string
-    is written as a ``\\uNNNN`` escape, so even a person paging through it sees it inert."""
-    sys.stdout.write(inert_json(value) + "\n")
+    is written as a ``\\uNNNN`` escape, so even a person paging through it sees it inert.
+
+    Encoded by orjson (a status of 100,000 obligations is tens of megabytes); what orjson
+    refuses (a lone surrogate, a non-string key, a huge int) takes the stdlib path as before.
+    """
+    import orjson
+
+    from regulator.protocol.text import inert_json_bytes
+
+    try:
+        encoded = orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+    except (orjson.JSONEncodeError, TypeError):
+        sys.stdout.write(inert_json(value) + "\n")
+        return
+    # orjson escapes the C0 controls; DEL and anything beyond ASCII are the escape step's.
+    if not encoded.isascii() or b"\x7f" in encoded:
+        encoded = inert_json_bytes(encoded)
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:
+        sys.stdout.write(encoded.decode())
+        return
+    sys.stdout.flush()
+    buffer.write(encoded)
+    buffer.flush()

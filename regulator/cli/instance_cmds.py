@@ -73,18 +73,24 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    import sys
+
     from regulator.store import Layout
     from regulator.views.redaction import Redactor
-    from regulator.views.status import build_status, render_status_text
+    from regulator.views.status import build_status, render_status_text, write_status_json
 
     root = instance_root(args)
     defn = definition(args, root)
     with refusals():
-        status = build_status(root, defn)
+        status = build_status(root, defn, obligations=False)
         # Canaries and credential-shaped strings an agent wrote never reach the output.
         redactor = Redactor.for_layout(Layout(root))
     if args.json:
-        print_json(redactor.redact_json(status.view))
+        out = getattr(sys.stdout, "buffer", None)
+        sys.stdout.flush()
+        write_status_json(
+            status, redactor, out.write if out is not None else lambda b: print(b.decode(), end="")
+        )
     else:
         text = render_status_text(status)
         print("".join(map(redactor.redact, text.splitlines(keepends=True))), end="")

@@ -7,9 +7,15 @@ or as text. It reads and never writes.
 
 from __future__ import annotations
 
+import gc
+import secrets
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+
+import orjson
 
 from regulator.policy import POLICY_KINDS, Definition, PolicyError
 from regulator.protocol.clock import now_iso
@@ -23,15 +29,16 @@ from regulator.protocol.execution import (
 )
 from regulator.protocol.manifest import InstanceManifest
 from regulator.protocol.obligations import ObligationState
-from regulator.protocol.text import visible
+from regulator.protocol.text import inert_json_bytes, visible
 from regulator.rules.regulatory_log import RegulatoryLog
 from regulator.store import Layout, StoreError, list_dir
 from regulator.store.logs import LogSpec, model_parser, read_log, read_record
 from regulator.views.describe import describe_obligation
+from regulator.views.redaction import MIN_CANARY_CHARS, REDACTED, Redactor, is_secret_name
 
 
 def _unit_view(
-    layout: Layout, unit_id: str, log: RegulatoryLog, problems: list[str]
+    layout: Layout, unit_id: str, obligation_ids: list[str], problems: list[str]
 ) -> dict[str, Any]:
     unit, problem = read_record(layout, layout.unit_record(unit_id), UnitRecord)
     if problem is not None:
@@ -59,8 +66,28 @@ def _unit_view(
             view["budget"] = ledger.to_json_dict()
         elif problem is not None:
             problems.append(problem)
-    view["obligations"] = [o.to_json_dict() for o in log.obligations.values() if o.unit == unit_id]
+    # The ids only: the obligations themselves are listed once, under the instance, so that the
+    # view grows with units + obligations, not units × obligations.
+    view["obligationIds"] = obligation_ids
     return view
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The view is millions of small dicts and lists with no cycles: with the cycle collector
+    on, each collection walks all built so far again, and building grows quadratic (20 s
+    instead of 2 at 1,000,000 lines). Off while building; what was built is then frozen out of
+    its sight, as ``RegulatoryLog.refresh`` does, and reference counting still frees it."""
+    collecting = gc.isenabled()
+    if not collecting:
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        gc.enable()
 
 
 @dataclass(frozen=True)
@@ -70,11 +97,15 @@ class Status:
 
     view: dict[str, Any]
     obligations: list[ObligationState]
+    #: The view's ``instance.obligations`` left empty, for ``write_status_json`` to fill.
+    lazy: bool = False
 
 
-def build_status(root: Path, definition: Definition) -> Status:
+def build_status(root: Path, definition: Definition, *, obligations: bool = True) -> Status:
+    """The read model of the instance at ``root``. Without ``obligations`` the view leaves out
+    the obligations' JSON (``Status.obligations`` still holds them): the text view does not
+    need it, and ``write_status_json`` makes it one obligation at a time."""
     layout = Layout(root)
-    problems: list[str] = []
     policy_problems: list[str] = []
     policies: dict[str, Any] = {}
     for kind in POLICY_KINDS:
@@ -90,6 +121,21 @@ def build_status(root: Path, definition: Definition) -> Status:
             policy_problems += [p for p in exc.problems if p not in policy_problems]
     log = RegulatoryLog(layout)
     log.refresh()
+    with _collector_paused():
+        view = _view(root, definition, layout, log, policies, policy_problems, obligations)
+    return Status(view, list(log.obligations.values()), lazy=not obligations)
+
+
+def _view(
+    root: Path,
+    definition: Definition,
+    layout: Layout,
+    log: RegulatoryLog,
+    policies: dict[str, Any],
+    policy_problems: list[str],
+    obligations: bool,
+) -> dict[str, Any]:
+    problems: list[str] = []
     instance: dict[str, Any] = {"dir": str(root)}
     manifest, problem = read_record(layout, layout.manifest, InstanceManifest)
     if manifest is not None:
@@ -98,7 +144,13 @@ def build_status(root: Path, definition: Definition) -> Status:
         instance["manifestProblem"] = problem
     # Symlinks, FIFOs, misplaced directories: listings skip them, so name them here.
     problems += layout.misplaced()
-    instance["units"] = [_unit_view(layout, u, log, problems) for u in layout.list_units()]
+    by_unit: dict[str, list[str]] = {}
+    for o in log.obligations.values():
+        if o.unit is not None:
+            by_unit.setdefault(o.unit, []).append(o.id)
+    instance["units"] = [
+        _unit_view(layout, u, by_unit.get(u, []), problems) for u in layout.list_units()
+    ]
     leases = []
     try:  # list_dir, not glob: a symlinked leases/ is refused, not followed
         names = list_dir(layout.leases_dir, kind="file")
@@ -114,10 +166,13 @@ def build_status(root: Path, definition: Definition) -> Status:
                 problems.append(problem)
     instance["leases"] = leases
     instance["signals"] = [m.to_json_dict() for m in log.unrouted()]
-    instance["obligations"] = [o.to_json_dict() for o in log.obligations.values()]
+    # Without ``obligations``, an empty list holds the key's place for ``write_status_json``.
+    instance["obligations"] = (
+        [o.to_json_dict() for o in log.obligations.values()] if obligations else []
+    )
     instance["interactions"] = [i.to_json() for i in log.interactions.values()]
     instance["problems"] = policy_problems + [str(p) for p in log.problems] + problems
-    view = {
+    return {
         "generatedAt": now_iso(),
         "definition": {
             "dir": str(definition.policies_dir.parent),
@@ -126,7 +181,6 @@ def build_status(root: Path, definition: Definition) -> Status:
         },
         "instance": instance,
     }
-    return Status(view, list(log.obligations.values()))
 
 
 def render_status_text(status: Status) -> str:
@@ -149,14 +203,15 @@ def render_status_text(status: Status) -> str:
     )
     states = status.obligations
     open_ = [o for o in states if o.status in ("open", "acknowledged")]
+    owed_by_unit: dict[str | None, set[str]] = {}
+    for o in open_:
+        owed_by_unit.setdefault(o.unit, set()).add(o.consumer + ("!" if o.blocks else ""))
     out.append(f"units: {len(inst['units'])}")
     for unit_view in inst["units"]:
         unit = unit_view["unit"]
         attempts = unit_view.get("attemptRecords", [])
         last = f" ({v(attempts[-1]['outcome'])})" if attempts else ""
-        owed = sorted(
-            {o.consumer + ("!" if o.blocks else "") for o in open_ if o.unit == unit.get("unitId")}
-        )
+        owed = sorted(owed_by_unit.get(unit.get("unitId"), ()))
         line = (
             f"  {v(unit.get('status', '?')):<10} {v(unit.get('unitId'))}  "
             f"{v(unit.get('unitType', ''))}  attempts {v(unit.get('attempts', 0))}{last}"
@@ -183,6 +238,128 @@ def render_status_text(status: Status) -> str:
     out.append(f"problems: {len(inst['problems'])}")
     out += [f"  {v(p)}" for p in inst["problems"]]
     return "\n".join(out) + "\n"
+
+
+class _Scrubber:
+    """Redacts JSON values in place, exactly as ``Redactor.redact_json`` copies them.
+
+    A status view is built fresh for each call and holds many equal strings (timestamps shared
+    by a transaction's events, people, channels, subjects), so each distinct string is scrubbed
+    once; a string shorter than a canary can be neither one nor a credential and is only capped,
+    which its length already rules out.
+    """
+
+    def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
+        self.scrubbed: dict[str, str] = {}
+        self.names: dict[Any, tuple[Any, bool]] = {}
+
+    def text(self, value: str) -> str:
+        if len(value) < MIN_CANARY_CHARS:
+            return value
+        done = self.scrubbed.get(value)
+        if done is None:
+            done = self.scrubbed[value] = self.redactor.scrub(value)[0]
+        return done
+
+    def walk(self, value: Any) -> Any:
+        kind = type(value)
+        if kind is str:
+            return self.text(value)
+        if kind is dict:
+            names = self.names
+            rebuilt = False
+            for key, item in value.items():
+                name = names.get(key)
+                if name is None:
+                    secret = type(key) is str and is_secret_name(key)
+                    name = names[key] = (self.text(key) if type(key) is str else key, secret)
+                if name[0] != key:
+                    rebuilt = True
+                if name[1] and isinstance(item, str) and item:
+                    value[key] = REDACTED  # {"token": "…"}: the name says what it is
+                else:
+                    new = self.walk(item)
+                    if new is not item:
+                        value[key] = new
+            if rebuilt:  # a key itself redacted: rare, so rebuild the dict only then
+                fresh = {names[k][0]: item for k, item in value.items()}
+                value.clear()
+                value.update(fresh)
+            return value
+        if kind is list:
+            for index, item in enumerate(value):
+                new = self.walk(item)
+                if new is not item:
+                    value[index] = new
+            return value
+        if kind is tuple:
+            return [self.walk(item) for item in value]
+        if isinstance(value, str | dict | list | tuple):  # a subclass: the general path
+            return self.redactor.redact_json(value)
+        return value
+
+
+def redacted_view(view: dict[str, Any], redactor: Redactor) -> dict[str, Any]:
+    """``view`` with every string (keys too) redacted as ``Redactor.redact_json`` does, in place."""
+    with _collector_paused():
+        return cast("dict[str, Any]", _Scrubber(redactor).walk(view))
+
+
+def write_status_json(status: Status, redactor: Redactor, write: Callable[[bytes], Any]) -> None:
+    """The view as JSON (orjson, indented by two), redacted and inert, written in pieces.
+
+    The same bytes as encoding the whole redacted view at once; but when the view was built
+    without its obligations (``build_status(..., obligations=False)``) each obligation is
+    turned into JSON, redacted and written one at a time, so that memory holds the fold and
+    one obligation's JSON, not every obligation's dict and the whole text (hundreds of MB at
+    1,000,000 lines).
+    """
+    scrubber = _Scrubber(redactor)
+    view = status.view
+    instance = view["instance"]
+    with _collector_paused():
+        if not status.lazy:
+            write(_inert(orjson.dumps(scrubber.walk(view), option=_INDENT) + b"\n"))
+            return
+        # A placeholder no record can hold (a fresh random token) marks where the list goes.
+        mark = "obligations-" + secrets.token_hex(16)
+        scrubber.walk(view)
+        instance["obligations"] = mark
+        try:
+            encoded = orjson.dumps(view, option=_INDENT)
+        finally:
+            instance["obligations"] = []
+        head, tail = encoded.split(b'"' + mark.encode() + b'"')
+        write(_inert(head))
+        if not status.obligations:
+            write(b"[]")
+        else:
+            # An item of a list at depth 2 is indented by six spaces, as orjson would.
+            pad = b"\n      "
+            batch: list[bytes] = []
+            size = 0
+            for n, o in enumerate(status.obligations):
+                item = orjson.dumps(scrubber.walk(o.to_json_dict()), option=_INDENT)
+                batch.append((b"[" if n == 0 else b",") + pad + item.replace(b"\n", pad))
+                size += len(item)
+                if size > _WRITE_BYTES:
+                    write(_inert(b"".join(batch)))
+                    batch, size = [], 0
+            batch.append(b"\n    ]")
+            write(_inert(b"".join(batch)))
+        write(_inert(tail) + b"\n")
+
+
+_INDENT = orjson.OPT_INDENT_2
+_WRITE_BYTES = 1 << 20
+
+
+def _inert(encoded: bytes) -> bytes:
+    # orjson escapes the C0 controls; DEL and anything beyond ASCII are the escape step's.
+    if encoded.isascii() and b"\x7f" not in encoded:
+        return encoded
+    return inert_json_bytes(encoded)
 
 
 def v(value: Any) -> str:
