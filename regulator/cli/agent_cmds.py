@@ -15,16 +15,14 @@ from typing import Any
 
 import orjson
 
-from regulator.cli.context import definition, instance_root, refusals
-from regulator.cli.main import CliError
+from regulator.cli.context import definition, instance_root
+from regulator.cli.errors import CliError
 from regulator.host.agent_session import (
     INSTANCE_ENV,
     AgentSession,
-    SessionUnavailable,
     find_session,
 )
 from regulator.host.session_units import (
-    SessionUnitError,
     agent_pid,
     end_session_unit,
     start_session_unit,
@@ -49,10 +47,7 @@ def _layout(args: argparse.Namespace) -> tuple[Layout, Path]:
 def _session(args: argparse.Namespace, agent: str, key: str | None = None) -> AgentSession:
     layout, root = _layout(args)
     defn = definition(args, root)
-    try:
-        return find_session(layout, defn, agent=agent, key=key)
-    except SessionUnavailable as exc:
-        raise CliError(str(exc)) from None
+    return find_session(layout, defn, agent=agent, key=key)
 
 
 def _process_key() -> str:
@@ -66,19 +61,12 @@ def _process_key() -> str:
 
 
 def _tools(session: AgentSession) -> Any:
-    with refusals():
-        try:
-            return session.tools()
-        except SessionUnavailable as exc:
-            raise CliError(str(exc)) from None
+    return session.tools()
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
     session = _session(args, "mcp")
-    try:
-        session.grants  # noqa: B018 - refuse a bad unit before the client connects
-    except SessionUnavailable as exc:
-        raise CliError(str(exc)) from None
+    session.grants  # noqa: B018 - refuse a bad unit before the client connects
     from regulator.host.mcp_server import serve  # the MCP SDK is imported only by this command
 
     serve(session)
@@ -138,10 +126,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     session = _session(args, "ask")
     tools = _tools(session)
     try:
-        try:
-            result = tools.call("ask_human", question, max_wait_s=args.timeout)
-        except ToolRefused as exc:
-            raise CliError(str(exc)) from None
+        result = tools.call("ask_human", question, max_wait_s=args.timeout)
     finally:
         session.end()  # a question asked from a plain script is a session of its own
     if args.json:
@@ -190,11 +175,7 @@ def cmd_session_start(args: argparse.Namespace) -> int:
     layout, root = _layout(args)
     defn = definition(args, root)
     key = args.key or os.environ.get("REGULATOR_SESSION") or _process_key()
-    with refusals():
-        try:
-            made = start_session_unit(layout, defn, key, agent=args.agent, cwd=Path.cwd())
-        except SessionUnitError as exc:
-            raise CliError(str(exc)) from None
+    made = start_session_unit(layout, defn, key, agent=args.agent, cwd=Path.cwd())
     print(visible(made.unit_id))
     return 0
 
@@ -203,13 +184,10 @@ def cmd_session_end(args: argparse.Namespace) -> int:
     layout, _ = _layout(args)
     key = args.key or os.environ.get("REGULATOR_SESSION") or _process_key()
     unit_id = args.unit or unit_id_for(key)
-    with refusals():
-        try:
-            became = end_session_unit(layout, unit_id)
-        except SessionUnitError as exc:
-            raise CliError(str(exc)) from None
-        except UnitNotFound:
-            raise CliError(f"no session unit {unit_id}") from None
+    try:
+        became = end_session_unit(layout, unit_id)
+    except UnitNotFound:
+        raise CliError(f"no session unit {unit_id}") from None
     print(visible(f"{unit_id}: {became}"))
     return 0
 
@@ -218,13 +196,10 @@ def cmd_agent_install(args: argparse.Namespace) -> int:
     from regulator.host import agent_install
 
     _, root = _layout(args)
-    try:
-        if args.agent == "claude-code":
-            changes = agent_install.claude_code(root, args.command)
-        else:
-            changes = agent_install.codex(root, args.command)
-    except agent_install.InstallRefused as exc:
-        raise CliError(str(exc)) from None
+    if args.agent == "claude-code":
+        changes = agent_install.claude_code(root, args.command)
+    else:
+        changes = agent_install.codex(root, args.command)
     for change in changes:
         name = change.path.relative_to(root).as_posix()
         if not change.changed:

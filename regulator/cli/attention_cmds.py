@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from regulator.cli.context import definition, instance_root, print_json, refusals
-from regulator.cli.main import UsageError
+from regulator.cli.context import definition, instance_root, print_json
+from regulator.cli.errors import UsageError
 from regulator.protocol.text import visible
 
 
@@ -20,10 +20,9 @@ def cmd_attention(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     root = instance_root(args)
-    with refusals():
-        cap = definition(args, root).interaction.attention.blocking_per_attempt
-        log = RegulatoryLog(Layout(root))
-        log.refresh()
+    cap = definition(args, root).interaction.attention.blocking_per_attempt
+    log = RegulatoryLog(Layout(root))
+    log.refresh()
     report = attention_report(
         log, system_clock(), since=since, person=args.person, blocking_per_attempt=cap
     )

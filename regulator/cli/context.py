@@ -1,19 +1,17 @@
-"""What every command needs: the instance, its definition, and errors turned into refusals."""
+"""What every command needs: the instance and its definition (``main`` maps every error)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from regulator.cli.main import CliError
-from regulator.policy import Definition, PolicyError, load_definition
+from regulator.cli.errors import CliError
+from regulator.policy import Definition, load_definition
 from regulator.policy.loader import acting_people_check
 from regulator.protocol.text import inert_json
-from regulator.store import Layout, StoreError, find_instance
+from regulator.store import Layout, find_instance
 
 
 def instance_root(args: argparse.Namespace) -> Path:
@@ -39,27 +37,14 @@ def layout(args: argparse.Namespace) -> Layout:
 
 def definition(args: argparse.Namespace, root: Path | None) -> Definition:
     override = getattr(args, "definition", None)
-    with refusals():
-        return load_definition(root, Path(override) if override is not None else None)
+    return load_definition(root, Path(override) if override is not None else None)
 
 
 def acting_definition(args: argparse.Namespace, root: Path) -> Definition:
     """The definition a person acts under: ``--definition`` may not bring other people."""
     defn = definition(args, root)
-    with refusals():
-        acting_people_check(defn, root)
+    acting_people_check(defn, root)
     return defn
-
-
-@contextmanager
-def refusals() -> Iterator[None]:
-    """Turn the core's refusals into the CLI's: one ``regulator: …`` line each, exit 1."""
-    try:
-        yield
-    except PolicyError as exc:
-        raise CliError("\n".join(exc.problems)) from None
-    except StoreError as exc:
-        raise CliError(str(exc)) from None
 
 
 def print_json(value: Any) -> None:

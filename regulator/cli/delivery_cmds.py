@@ -5,11 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
-from regulator.cli.context import definition, instance_root, print_json, refusals
-from regulator.cli.main import CliError, UsageError
+from regulator.cli.context import definition, instance_root, print_json
+from regulator.cli.errors import CliError, UsageError
 from regulator.protocol.text import visible
 from regulator.store import Layout, StoreError
 
@@ -20,19 +18,6 @@ def _safe(text: str) -> str:
     return visible(text)
 
 
-@contextmanager
-def _core_refusals() -> Iterator[None]:
-    """The core's refusals as the CLI's: ``regulator: <message>``, exit 1."""
-    from regulator.rules.effect_journal import EffectJournalError
-    from regulator.rules.ledger import LedgerError
-
-    with refusals():
-        try:
-            yield
-        except (LedgerError, EffectJournalError) as exc:
-            raise CliError(str(exc)) from None
-
-
 def cmd_remind(args: argparse.Namespace) -> int:
     from regulator.host.delivery import remind_due
     from regulator.rules.effect_journal import EffectJournal
@@ -41,10 +26,9 @@ def cmd_remind(args: argparse.Namespace) -> int:
 
     root = instance_root(args)
     defn = definition(args, root)
-    with _core_refusals():
-        policy = defn.interaction
-        layout = Layout(root)
-        items = remind_due(Ledger(layout), EffectJournal(layout), layout, policy)
+    policy = defn.interaction
+    layout = Layout(root)
+    items = remind_due(Ledger(layout), EffectJournal(layout), layout, policy)
     for item in items:
         word = "reminded" if item.reminder else "delivered"
         print(f"{word:<9} {describe_obligation(item.obligation)}")
@@ -69,8 +53,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
         raise UsageError(f"--interval must be at least 1 ms, not {args.interval}")
     root = instance_root(args)
     defn = definition(args, root)
-    with _core_refusals():
-        policy = defn.interaction
+    policy = defn.interaction
     layout = Layout(root)
     ledger = Ledger(layout)
     journal = EffectJournal(layout)
@@ -98,9 +81,8 @@ def cmd_effects(args: argparse.Namespace) -> int:
     from regulator.rules.effect_journal import EffectJournal
 
     layout = Layout(instance_root(args))
-    with _core_refusals():
-        journal = EffectJournal(layout)
-        states = journal.states()
+    journal = EffectJournal(layout)
+    states = journal.states()
     for problem in journal.problems:
         print(f"problem: {_safe(str(problem))}", file=sys.stderr)
     if args.json:

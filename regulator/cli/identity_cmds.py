@@ -5,55 +5,49 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from regulator.cli.context import acting_definition, instance_root, refusals
-from regulator.cli.main import CliError, UsageError
+from regulator.cli.context import acting_definition, instance_root
+from regulator.cli.errors import UsageError
 from regulator.protocol.text import visible
 
 
 def _decide(args: argparse.Namespace, *, accept: bool) -> str:
     from regulator.host.identity import (
-        IdentityRefusal,
         IdentityUsageError,
         accept_proposal,
         reject_proposal,
     )
     from regulator.host.instance import os_user
-    from regulator.rules.ledger import Actor, Ledger, LedgerError
+    from regulator.rules.ledger import Actor, Ledger
     from regulator.store import Layout
 
     root = instance_root(args)
     actor = Actor(via="cli", os_user=os_user())
-    with refusals():
-        policy = acting_definition(args, root).interaction
-        ledger = Ledger(Layout(root))
-        try:
-            if accept:
-                done = accept_proposal(
-                    ledger,
-                    policy,
-                    args.id,
-                    args.by,
-                    actor,
-                    file=args.file,
-                    source=Path(args.from_path),
-                    rationale=args.rationale,
-                )
-                return (
-                    f"proposal {done.obligation.id[:8]} accepted by {args.by} (S5): "
-                    f"{done.path} committed as {done.sha[:7]} on {done.branch}; "
-                    "the obligation is resolved as accepted"
-                )
-            state = reject_proposal(
-                ledger, policy, args.id, args.by, actor, rationale=args.rationale
+    policy = acting_definition(args, root).interaction
+    ledger = Ledger(Layout(root))
+    try:
+        if accept:
+            done = accept_proposal(
+                ledger,
+                policy,
+                args.id,
+                args.by,
+                actor,
+                file=args.file,
+                source=Path(args.from_path),
+                rationale=args.rationale,
             )
             return (
-                f"proposal {state.id[:8]} rejected by {args.by} (S5): {args.rationale}; "
-                "identity unchanged"
+                f"proposal {done.obligation.id[:8]} accepted by {args.by} (S5): "
+                f"{done.path} committed as {done.sha[:7]} on {done.branch}; "
+                "the obligation is resolved as accepted"
             )
-        except IdentityUsageError as exc:
-            raise UsageError(str(exc)) from None
-        except (IdentityRefusal, LedgerError) as exc:
-            raise CliError(str(exc)) from None
+        state = reject_proposal(ledger, policy, args.id, args.by, actor, rationale=args.rationale)
+        return (
+            f"proposal {state.id[:8]} rejected by {args.by} (S5): {args.rationale}; "
+            "identity unchanged"
+        )
+    except IdentityUsageError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def cmd_accept(args: argparse.Namespace) -> int:

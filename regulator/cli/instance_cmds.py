@@ -5,25 +5,20 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from regulator.cli.context import definition, instance_root, print_json, refusals
-from regulator.cli.main import CliError
+from regulator.cli.context import definition, instance_root, print_json
+from regulator.cli.errors import CliError
 from regulator.protocol.text import visible
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from regulator.host.gitops import GitError
-    from regulator.host.instance import InitError, init_instance
+    from regulator.host.instance import init_instance
 
     override = getattr(args, "definition", None)
-    with refusals():
-        try:
-            result = init_instance(
-                Path(args.dir),
-                by=args.by,
-                definition=Path(override) if override is not None else None,
-            )
-        except (InitError, GitError) as exc:
-            raise CliError(str(exc)) from None
+    result = init_instance(
+        Path(args.dir),
+        by=args.by,
+        definition=Path(override) if override is not None else None,
+    )
     manifest = result.manifest
     print(
         visible(
@@ -81,10 +76,9 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     root = instance_root(args)
     defn = definition(args, root)
-    with refusals():
-        status = build_status(root, defn, obligations=False)
-        # Canaries and credential-shaped strings an agent wrote never reach the output.
-        redactor = Redactor.for_layout(Layout(root))
+    status = build_status(root, defn, obligations=False)
+    # Canaries and credential-shaped strings an agent wrote never reach the output.
+    redactor = Redactor.for_layout(Layout(root))
     if args.json:
         out = getattr(sys.stdout, "buffer", None)
         sys.stdout.flush()

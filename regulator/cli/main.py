@@ -15,18 +15,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from regulator import __version__
+from regulator.cli.errors import UsageError
+from regulator.protocol.errors import RegulatorError, message_of
 from regulator.protocol.text import visible
 from regulator.rules import answers
 
 Handler = Callable[[argparse.Namespace], int]
-
-
-class CliError(Exception):
-    """A refusal or error: printed as ``regulator: <message>``, exit 1."""
-
-
-class UsageError(Exception):
-    """Bad usage found after parsing: printed with the usage line, exit 2."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -658,10 +652,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args._parser.print_usage(sys.stderr)
         print(f"regulator: {visible(str(exc))}", file=sys.stderr)
         return 2
-    except CliError as exc:
+    except RegulatorError as exc:
+        # The one place a refusal, corrupt state or a host failure becomes what a person
+        # reads: every root the same way, each message naming its file, field or argument.
         # Only our own newlines separate lines: a CR or U+2028 quoted from a record does not.
-        for line in str(exc).split("\n"):
-            # A refusal may quote record text or what was typed: shown, never acted on.
+        for line in message_of(exc).split("\n"):
+            # A message may quote record text or what was typed: shown, never acted on.
             print(f"regulator: {visible(line)}", file=sys.stderr)
         return 1
     except BrokenPipeError:
@@ -669,17 +665,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
-    except Exception as exc:
-        # A store or policy refusal that a command did not turn into its own (a symlinked
-        # leases/, a FIFO for a policy): one line naming the path, never a traceback.
-        from regulator.policy import PolicyError
-        from regulator.store import StoreError
-
-        if not isinstance(exc, StoreError | PolicyError):
-            raise
-        for line in str(exc).split("\n"):
-            print(f"regulator: {visible(line)}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         return 130
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from regulator.cli.context import acting_definition, instance_root, print_json, refusals
-from regulator.cli.main import CliError
+from regulator.cli.context import acting_definition, instance_root, print_json
 from regulator.protocol.text import visible
 from regulator.rules.memory_store import MemoryState
 
@@ -32,8 +31,7 @@ def cmd_memory(args: argparse.Namespace) -> int:
     from regulator.store import Layout
 
     store = MemoryStore(Layout(instance_root(args)))
-    with refusals():
-        states = store.states()
+    states = store.states()
     shown = states if args.all else [s for s in states if s.status == "current"]
     for problem in store.problems:
         print(f"regulator: {visible(str(problem))}", file=sys.stderr)
@@ -55,22 +53,18 @@ def cmd_memory(args: argparse.Namespace) -> int:
 def cmd_retract(args: argparse.Namespace) -> int:
     from regulator.host.instance import os_user
     from regulator.rules.ledger import Actor
-    from regulator.rules.memory_store import MemoryRefusal, MemoryStore, retract_memory
+    from regulator.rules.memory_store import MemoryStore, retract_memory
     from regulator.store import Layout
 
     root = instance_root(args)
-    with refusals():
-        policy = acting_definition(args, root).interaction
-        try:
-            event = retract_memory(
-                MemoryStore(Layout(root)),
-                policy,
-                args.id,
-                args.by,
-                Actor(via="cli", os_user=os_user()),
-                args.reason,
-            )
-        except MemoryRefusal as exc:
-            raise CliError(str(exc)) from None
+    policy = acting_definition(args, root).interaction
+    event = retract_memory(
+        MemoryStore(Layout(root)),
+        policy,
+        args.id,
+        args.by,
+        Actor(via="cli", os_user=os_user()),
+        args.reason,
+    )
     print(visible(f"memory {event.memory_id[:8]} retracted by {event.by}: {event.reason}"))
     return 0

@@ -4,28 +4,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 
-from regulator.cli.context import acting_definition, definition, instance_root, print_json, refusals
-from regulator.cli.main import CliError, UsageError
+from regulator.cli.context import acting_definition, definition, instance_root, print_json
+from regulator.cli.errors import UsageError
 from regulator.host.instance import os_user
 from regulator.protocol.obligations import ObligationState
 from regulator.protocol.policies import InteractionPolicy
 from regulator.protocol.text import visible as v
 from regulator.protocol.vocab import CONSUMERS, DISPOSITIONS, TERMINAL_STATUSES
-from regulator.rules.ledger import Actor, Ledger, LedgerError, definition_label, find_obligation
+from regulator.rules.ledger import Actor, Ledger, definition_label, find_obligation
 from regulator.store import Layout
 from regulator.views.describe import describe_obligation
-
-
-@contextmanager
-def _refused() -> Iterator[None]:
-    with refusals():
-        try:
-            yield
-        except LedgerError as exc:
-            raise CliError(str(exc)) from None
 
 
 def _ledger(args: argparse.Namespace) -> tuple[Ledger, Layout]:
@@ -62,8 +51,7 @@ def cmd_obligations(args: argparse.Namespace) -> int:
     if args.owed_to is not None and args.owed_to not in CONSUMERS:
         raise UsageError(f"--owed-to: {args.owed_to!r} is not one of {', '.join(CONSUMERS)}")
     ledger, _ = _ledger(args)
-    with _refused():
-        log = ledger.refresh()
+    log = ledger.refresh()
     _warn_problems(log)
     every = list(log.obligations.values())
     shown = [
@@ -106,10 +94,9 @@ def _event_line(event: object) -> str:
 
 def cmd_show(args: argparse.Namespace) -> int:
     ledger, _ = _ledger(args)
-    with _refused():
-        log = ledger.refresh()
-        _warn_problems(log)
-        o = find_obligation(log, args.id)
+    log = ledger.refresh()
+    _warn_problems(log)
+    o = find_obligation(log, args.id)
     sources = [log.messages[s] for s in o.sources if s in log.messages]
     if args.json:
         print_json(
@@ -151,16 +138,14 @@ def cmd_show(args: argparse.Namespace) -> int:
 def _context(args: argparse.Namespace) -> tuple[Ledger, InteractionPolicy]:
     ledger, layout = _ledger(args)
     defn = acting_definition(args, layout.root)
-    with _refused():
-        return ledger, defn.interaction
+    return ledger, defn.interaction
 
 
 def cmd_ack(args: argparse.Namespace) -> int:
     from regulator.rules import dispositions
 
     ledger, policy = _context(args)
-    with _refused():
-        o = dispositions.acknowledge(ledger, policy, args.id, args.by, _actor(args), args.note)
+    o = dispositions.acknowledge(ledger, policy, args.id, args.by, _actor(args), args.note)
     print(f"obligation {o.id[:8]} acknowledged by {v(args.by)}: received, not resolved")
     return 0
 
@@ -173,16 +158,15 @@ def cmd_resolve(args: argparse.Namespace) -> int:
             f"--disposition: {args.disposition!r} is not one of {', '.join(DISPOSITIONS)}"
         )
     ledger, policy = _context(args)
-    with _refused():
-        o = dispositions.resolve(
-            ledger,
-            policy,
-            args.id,
-            args.by,
-            _actor(args),
-            disposition=args.disposition,
-            rationale=args.rationale,
-        )
+    o = dispositions.resolve(
+        ledger,
+        policy,
+        args.id,
+        args.by,
+        _actor(args),
+        disposition=args.disposition,
+        rationale=args.rationale,
+    )
     print(f"obligation {o.id[:8]} resolved by {v(args.by)} as {args.disposition}{_may_proceed(o)}")
     return 0
 
@@ -193,10 +177,9 @@ def cmd_escalate(args: argparse.Namespace) -> int:
     if args.to not in CONSUMERS:
         raise UsageError(f"--to: {args.to!r} is not one of {', '.join(CONSUMERS)}")
     ledger, policy = _context(args)
-    with _refused():
-        done = dispositions.escalate(
-            ledger, policy, args.id, args.by, _actor(args), to=args.to, rationale=args.rationale
-        )
+    done = dispositions.escalate(
+        ledger, policy, args.id, args.by, _actor(args), to=args.to, rationale=args.rationale
+    )
     print(
         f"obligation {done.predecessor.id[:8]} escalated by {v(args.by)} to {args.to}: "
         f"successor {done.successor.id[:8]} is now what is owed"
@@ -208,10 +191,9 @@ def cmd_answer(args: argparse.Namespace) -> int:
     from regulator.rules import dispositions
 
     ledger, policy = _context(args)
-    with _refused():
-        done = dispositions.answer(
-            ledger, policy, args.id, args.by, _actor(args), args.answer, note=args.note
-        )
+    done = dispositions.answer(
+        ledger, policy, args.id, args.by, _actor(args), args.answer, note=args.note
+    )
     line = f"{done.kind} answered by {v(args.by)} ({done.disposition}): {v(done.answer)}"
     if done.obligation.unit:
         line += (
@@ -227,8 +209,7 @@ def cmd_route(args: argparse.Namespace) -> int:
 
     ledger, layout = _ledger(args)
     defn = definition(args, layout.root)
-    with _refused():
-        result = route_and_deliver(ledger, defn)
+    result = route_and_deliver(ledger, defn)
     for o in result.routing.opened:
         print(f"opened  {describe_obligation(o)}")
     for noted in result.routing.noted:

@@ -7,8 +7,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from regulator.cli.context import refusals
-from regulator.cli.main import CliError
+from regulator.cli.errors import CliError
 from regulator.store import find_instance
 
 
@@ -47,9 +46,8 @@ def cmd_room(args: argparse.Namespace) -> int:
         from regulator.policy import load_definition
         from regulator.policy.loader import acting_people_check
 
-        with refusals():
-            for root in roots:  # a person acts in the room under each instance's own people
-                acting_people_check(load_definition(root, Path(override)), root)
+        for root in roots:  # a person acts in the room under each instance's own people
+            acting_people_check(load_definition(root, Path(override)), root)
     try:
         # installed from a wheel
         from regulator.room.app import RoomApp  # type: ignore[import-not-found,import-untyped,unused-ignore]

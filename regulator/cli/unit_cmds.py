@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from regulator.cli.context import definition, instance_root, refusals
-from regulator.cli.main import CliError
+from regulator.cli.context import definition, instance_root
+from regulator.cli.errors import CliError
 from regulator.protocol.text import visible
 from regulator.views.describe import describe_obligation, describe_observation
 
@@ -19,19 +17,6 @@ class _Everything:
 
     def __contains__(self, item: object) -> bool:
         return True
-
-
-@contextmanager
-def _refused() -> Iterator[None]:
-    from regulator.host.sessions.script import ScenarioError
-    from regulator.rules.execution import ExecutionError
-    from regulator.rules.ledger import LedgerError
-
-    with refusals():
-        try:
-            yield
-        except (ExecutionError, LedgerError, ScenarioError, ValueError) as exc:
-            raise CliError(str(exc)) from None
 
 
 def _loop(args: argparse.Namespace) -> Any:
@@ -44,15 +29,14 @@ def _loop(args: argparse.Namespace) -> Any:
     adapters: dict[str, Any] = {}
     models: Any = None
     script = getattr(args, "script", None)
-    with _refused():
-        if script is not None:
-            scenario = load_scenario(Path(script))
-            adapters["script"] = ScriptAdapter(scenario)
-            models = scenario.get("models") or _Everything()
-            # --script runs every unit type scripted, whatever the workload says.
-            for unit_type in _workload_types(defn):
-                adapters[unit_type] = adapters["script"]
-        return Loop(Layout(root), defn, adapters=adapters, models=models)
+    if script is not None:
+        scenario = load_scenario(Path(script))
+        adapters["script"] = ScriptAdapter(scenario)
+        models = scenario.get("models") or _Everything()
+        # --script runs every unit type scripted, whatever the workload says.
+        for unit_type in _workload_types(defn):
+            adapters[unit_type] = adapters["script"]
+    return Loop(Layout(root), defn, adapters=adapters, models=models)
 
 
 def _workload_types(defn: Any) -> list[str]:
@@ -108,8 +92,7 @@ def cmd_drive(args: argparse.Namespace) -> int:
     contract = _contract(args.contract)
     loop = _loop(args)
     print(visible(f"driving unit {contract.unit_id} ({contract.id} v{contract.version})"))
-    with _refused():
-        driven = loop.drive(contract)
+    driven = loop.drive(contract)
     for d in driven.decisions:
         for line in _decision_lines(d):
             print(visible(line))
@@ -120,26 +103,24 @@ def cmd_dispatch(args: argparse.Namespace) -> int:
     contract = _contract(args.contract)
     loop = _loop(args)
     print(visible(f"dispatching unit {contract.unit_id} ({contract.id} v{contract.version})"))
-    with _refused():
-        outcome = loop.dispatch(contract)
+    outcome = loop.dispatch(contract)
     return _finish(loop, outcome, show_hint=True)
 
 
 def cmd_route(args: argparse.Namespace) -> int:
     loop = _loop(args)
-    with _refused():
-        unit = loop.store.unit(args.id)
-        if unit.status != "blocked":
-            print(visible(f"unit {unit.unit_id} is {unit.status}, not blocked; nothing to route"))
-            return 0
-        waiting = loop.awaiting_decision(args.id)
-        if waiting is not None:
-            print(
-                f"unit {unit.unit_id} already waits on its recovery decision (obligation "
-                f"{waiting.id[:8]}, owed to {waiting.consumer}); nothing routed"
-            )
-            return 0
-        decision = loop.route(args.id)
+    unit = loop.store.unit(args.id)
+    if unit.status != "blocked":
+        print(visible(f"unit {unit.unit_id} is {unit.status}, not blocked; nothing to route"))
+        return 0
+    waiting = loop.awaiting_decision(args.id)
+    if waiting is not None:
+        print(
+            f"unit {unit.unit_id} already waits on its recovery decision (obligation "
+            f"{waiting.id[:8]}, owed to {waiting.consumer}); nothing routed"
+        )
+        return 0
+    decision = loop.route(args.id)
     if decision is None:
         print(
             visible(
@@ -162,8 +143,7 @@ def cmd_route(args: argparse.Namespace) -> int:
 
 def cmd_close(args: argparse.Namespace) -> int:
     loop = _loop(args)
-    with _refused():
-        outcome = loop.reaudit(args.id)
+    outcome = loop.reaudit(args.id)
     return _finish(loop, outcome)
 
 
@@ -173,8 +153,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from regulator.rules.budget import summary
 
     loop = _loop(args)
-    with _refused():
-        unit = loop.store.unit(args.id)
+    unit = loop.store.unit(args.id)
     contract = f"{unit.contract.id} v{unit.contract.version}"
     reason = f" — {unit.reason}" if unit.reason else ""
     print(
@@ -251,18 +230,16 @@ def cmd_accept(args: argparse.Namespace) -> int:
     from regulator.rules.ledger import Actor, definition_label
 
     loop = _loop(args)
-    with refusals():
-        acting_people_check(loop.definition, loop.layout.root)
-    with _refused():
-        acceptance = accept_criterion(
-            loop,
-            args.id,
-            args.criterion,
-            args.by,
-            Actor("cli", os_user(), definition=definition_label(loop.definition.root)),
-            reject=args.reject,
-            note=args.note,
-        )
+    acting_people_check(loop.definition, loop.layout.root)
+    acceptance = accept_criterion(
+        loop,
+        args.id,
+        args.criterion,
+        args.by,
+        Actor("cli", os_user(), definition=definition_label(loop.definition.root)),
+        reject=args.reject,
+        note=args.note,
+    )
     print(
         visible(
             f"unit {args.id}: {args.criterion} {acceptance.disposition} by {args.by} at "
@@ -276,8 +253,7 @@ def cmd_evidence(args: argparse.Namespace) -> int:
     from regulator.rules.audit_log import summarize_verdict
 
     loop = _loop(args)
-    with _refused():
-        loop.store.unit(args.id)
+    loop.store.unit(args.id)
     audit = loop.audit.audit_for(args.id)
     if not (audit.evidence or audit.verdicts or audit.acceptances):
         print(visible(f"no audit entries for unit {args.id}"))

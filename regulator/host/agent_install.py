@@ -17,13 +17,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from regulator.protocol.errors import Refused
+
 # Longer than the longest shipped question timeout (uat, 10 minutes): the agent must not give
 # up on a call while a person may still answer it.
 TOOL_TIMEOUT_S = 660
 HOOK_MATCHER = "Bash|Write|Edit|MultiEdit|NotebookEdit|WebFetch"
 
 
-class InstallRefused(Exception):
+class InstallRefused(Refused):
     """An existing entry differs from regulator's: nothing was written."""
 
 

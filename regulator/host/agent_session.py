@@ -29,6 +29,7 @@ from regulator.host.tools import SessionTools
 from regulator.policy import Definition
 from regulator.policy.workload import load_workload
 from regulator.protocol.clock import Clock, system_clock
+from regulator.protocol.errors import Refused
 from regulator.rules.execution import ExecutionStore, UnitNotFound
 from regulator.store import Layout, is_valid_unit_id
 
@@ -37,7 +38,7 @@ UNIT_ENV = "REGULATOR_UNIT"
 ATTEMPT_ENV = "REGULATOR_ATTEMPT"
 
 
-class SessionUnavailable(Exception):
+class SessionUnavailable(Refused):
     """No session can be opened: the message says which variable or record is wrong."""
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from regulator.protocol.errors import HostFailure
 
-class GitError(Exception):
+
+class GitError(HostFailure):
     pass
 
 

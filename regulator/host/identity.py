@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from regulator.host import gitops
+from regulator.protocol.errors import Refused
 from regulator.protocol.obligations import ObligationState
 from regulator.protocol.policies import InteractionPolicy
 from regulator.rules.dispositions import decide_proposal
@@ -26,7 +27,7 @@ IDENTITY_FILES: tuple[str, ...] = ("IDENTITY.md", "INVARIANTS.md", "GLOSSARY.md"
 IDENTITY_DIR = "regulator/identity"
 
 
-class IdentityRefusal(Exception):
+class IdentityRefusal(Refused):
     """The decision is refused; the repository and the instance are unchanged."""
 
 

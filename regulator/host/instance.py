@@ -18,6 +18,7 @@ import yaml
 from regulator.host import gitops
 from regulator.policy import PolicyError, load_definition, shipped_policies_dir
 from regulator.protocol.clock import Clock, now_iso, system_clock
+from regulator.protocol.errors import Refused
 from regulator.protocol.manifest import InstanceManifest
 from regulator.protocol.policies import InteractionPolicy
 from regulator.rules.authority import process_os_user
@@ -38,7 +39,7 @@ _CANARY_LINE = re.compile(
 )
 
 
-class InitError(Exception):
+class InitError(Refused):
     pass
 
 

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from regulator.host.instance import default_actor
 from regulator.protocol.clock import Clock, epoch_ms, iso, system_clock
 from regulator.protocol.entry import load_record, record_to_pretty_json
+from regulator.protocol.errors import HostFailure
 from regulator.protocol.execution import Lease
 from regulator.store import (
     CorruptRecord,
@@ -32,7 +33,7 @@ from regulator.store import (
 DEFAULT_LEASE_TTL_MS = 10 * 60 * 1000
 
 
-class LeaseError(Exception):
+class LeaseError(HostFailure):
     """A lease operation refused; nothing was written."""
 
 

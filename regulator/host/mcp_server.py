@@ -24,9 +24,10 @@ from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 
 from regulator import __version__
-from regulator.host.agent_session import AgentSession, SessionUnavailable
+from regulator.host.agent_session import AgentSession
 from regulator.host.tool_catalog import CATALOG
-from regulator.host.tools import EFFECTS, ToolRefused
+from regulator.host.tools import EFFECTS
+from regulator.protocol.errors import RegulatorError, message_of
 
 PROGRESS_EVERY_S = 5.0
 
@@ -90,8 +91,8 @@ def build_server(session: AgentSession) -> Server[Any]:
             try:
                 # An agent a person started becomes a session unit on its first call.
                 outcome["result"] = session.tools().call(name, args, cancel=cancel)
-            except (ToolRefused, SessionUnavailable) as exc:
-                outcome["refused"] = str(exc)
+            except RegulatorError as exc:  # refused, corrupt state, a host failure: its words
+                outcome["refused"] = message_of(exc)
             except Exception as exc:  # a tool that breaks must still answer the agent
                 outcome["refused"] = f"{name} failed: {type(exc).__name__}: {exc}"
             finally:

@@ -29,6 +29,7 @@ import orjson
 from regulator.policy import Definition
 from regulator.policy.workload import Workload, load_workload
 from regulator.protocol.clock import Clock, now_iso, system_clock
+from regulator.protocol.errors import Refused
 from regulator.protocol.execution import UnitRecord, WorkContract
 from regulator.rules.authority import process_os_user
 from regulator.rules.execution import ExecutionStore, UnitExists
@@ -48,7 +49,7 @@ SESSION_ENV = "REGULATOR_SESSION"
 _SHELLS = {"sh", "bash", "dash", "zsh", "fish", "ksh", "env", "timeout", "nohup"}
 
 
-class SessionUnitError(Exception):
+class SessionUnitError(Refused):
     """A session unit cannot be made: the message says what the definition lacks."""
 
 

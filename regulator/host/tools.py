@@ -27,6 +27,7 @@ from regulator.host.worktree import head_of, is_dirty
 from regulator.policy import Definition, PolicyError
 from regulator.protocol.clock import Clock, now_iso, system_clock
 from regulator.protocol.entry import validate_record
+from regulator.protocol.errors import Refused
 from regulator.protocol.evidence import EvidenceRef
 from regulator.protocol.execution import (
     FailureObservation,
@@ -66,7 +67,7 @@ EFFECTS: dict[str, Effect] = {
 OUTPUT_LIMIT = 4000
 
 
-class ToolRefused(Exception):
+class ToolRefused(Refused):
     """What the tool tells the agent instead of doing it."""
 
 

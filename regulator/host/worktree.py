@@ -24,6 +24,7 @@ from regulator.host import gitops
 from regulator.host.gitops import GitError, git
 from regulator.host.leases import DEFAULT_LEASE_TTL_MS, LeaseStore
 from regulator.protocol.clock import Clock, now_iso, system_clock
+from regulator.protocol.errors import HostFailure
 from regulator.protocol.evidence import EvidenceRef
 from regulator.protocol.execution import Lease
 from regulator.protocol.messages import CoordinationSignal
@@ -34,7 +35,7 @@ STATE_PREFIX = ".regulator/"
 _NOT_STATE = f":(exclude){STATE_PREFIX}"
 
 
-class WorktreeError(Exception):
+class WorktreeError(HostFailure):
     """A worktree operation that could not be done; the message says what git said."""
 
 

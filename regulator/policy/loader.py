@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from regulator.protocol.errors import describe_validation_error
+from regulator.protocol.errors import CorruptState, describe_validation_error
 from regulator.protocol.policies import (
     BudgetPolicy,
     InteractionPolicy,
@@ -51,7 +51,7 @@ _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 M = TypeVar("M", bound=BaseModel)
 
 
-class PolicyError(Exception):
+class PolicyError(CorruptState):
     """A policy file that cannot be used; ``problems`` holds one line per problem."""
 
     def __init__(self, problems: list[str]) -> None:

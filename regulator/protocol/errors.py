@@ -1,17 +1,61 @@
-"""Turning a pydantic ValidationError into the one-line problems a person can act on.
+"""The three kinds of error regulator reports, and pydantic's errors as one-line problems.
 
-Every problem names the field path the way the file spells it (``rules[2].minSeverity``) and,
-for a closed vocabulary, the values that are allowed.
+Every exception regulator raises derives from exactly one of ``Refused``, ``CorruptState`` and
+``HostFailure``, so the CLI, the control room and the MCP server each map them in one place.
+This module sits at the bottom of the layers and imports nothing heavy (pydantic only for
+types), so that ``regulator --help`` can know the roots without building a model.
+
+Every pydantic problem names the field path the way the file spells it
+(``rules[2].minSeverity``) and, for a closed vocabulary, the values that are allowed.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-from pydantic_core import ErrorDetails
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from pydantic import ValidationError
+    from pydantic_core import ErrorDetails
+
+
+class RegulatorError(Exception):
+    """Whatever regulator reports instead of doing what was asked: its ``str`` is the whole
+    message, one line per problem, naming the file, field or argument concerned."""
+
+
+class Refused(RegulatorError):
+    """A person or an agent may not do this, or asked for it wrongly (authority, an answer
+    that says nothing, a transition the records do not allow, a bad argument). Nothing was
+    written; asking differently may succeed."""
+
+
+class CorruptState(RegulatorError):
+    """A record, a log or a definition file that does not read as what it should be. The
+    message names the file; what needs fixing is the file, not the request."""
+
+    #: The file concerned, when the error knows it (every error of the store does).
+    path: Path | None = None
+
+
+class HostFailure(RegulatorError):
+    """The machine did not do it: git, a process, a worktree, a lease another unit holds, the
+    file system. Nothing about the request or the records is wrong; later, or elsewhere, may
+    succeed."""
+
+
+def message_of(error: RegulatorError) -> str:
+    """What a person reads for ``error``: its message, and for corrupt state the file, when the
+    message itself does not name it (a parser's words rarely do)."""
+    message = str(error)
+    path = error.path if isinstance(error, CorruptState) else None
+    if path is not None and path.name not in message:
+        return f"{path}: {message}"
+    return message
+
 
 _QUOTED = re.compile(r"'((?:[^'\\]|\\.)*)'")
 

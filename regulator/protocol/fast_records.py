@@ -39,6 +39,8 @@ from pydantic import BaseModel, JsonValue
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from regulator.protocol.errors import Refused
+
 #: A parsed JSON object (or a row) → the record, or ``None`` when pydantic must decide.
 Builder = Callable[[Any], Any]
 #: A record → its row.
@@ -52,7 +54,7 @@ _UNDERSTOOD_CONFIG = frozenset({"alias_generator", "populate_by_name", "extra", 
 _MAX_OPTIONAL = 10
 
 
-class Unsupported(Exception):
+class Unsupported(Refused):
     """A model or field this compiler cannot check exactly as pydantic would."""
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from regulator.protocol.errors import Refused
 from regulator.protocol.text import visible
 
 # The original's yes-words: each counts as yes for a consent and for a uat.
@@ -64,9 +65,9 @@ if _BOTH:
 _YES_DISPOSITION = {"consent": "accepted", "uat": "verified"}
 
 
-class AnswerRefused(ValueError):
-    """An answer that does not say what it means; nothing was written. (A ValueError, not a
-    LedgerError, so that ``--help`` can list the words without importing the ledger.)"""
+class AnswerRefused(Refused):
+    """An answer that does not say what it means; nothing was written. (Not a LedgerError,
+    so that ``--help`` can list the words without importing the ledger.)"""
 
 
 @dataclass(frozen=True)

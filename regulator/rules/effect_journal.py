@@ -24,6 +24,7 @@ from typing import Any
 from regulator.protocol.clock import Clock, now_iso, system_clock
 from regulator.protocol.effects import EffectJournalEntry, parse_effect_line
 from regulator.protocol.entry import validate_record
+from regulator.protocol.errors import Refused
 from regulator.protocol.vocab import EffectStatus
 from regulator.store import Layout, LogAppender, Problem, TailReader, dumps_line, locked_log
 
@@ -31,7 +32,7 @@ from regulator.store import Layout, LogAppender, Problem, TailReader, dumps_line
 DONE_STATUSES: frozenset[str] = frozenset({"committed", "confirmed"})
 
 
-class EffectJournalError(Exception):
+class EffectJournalError(Refused):
     """A journal write refused (nothing was written)."""
 
 

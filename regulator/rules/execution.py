@@ -32,6 +32,7 @@ from regulator.protocol.entry import (
     record_to_pretty_json,
     validate_record,
 )
+from regulator.protocol.errors import Refused
 from regulator.protocol.execution import (
     AttemptRecord,
     BudgetLedger,
@@ -62,7 +63,7 @@ from regulator.store import (
 R = TypeVar("R", bound=Record)
 
 
-class ExecutionError(Exception):
+class ExecutionError(Refused):
     """A write the execution store refuses; nothing was written."""
 
 

@@ -27,6 +27,7 @@ import orjson
 
 from regulator.protocol.base import Record
 from regulator.protocol.clock import Clock, now_iso, system_clock
+from regulator.protocol.errors import Refused
 from regulator.protocol.interaction import (
     InteractionAnswered,
     InteractionRequest,
@@ -50,7 +51,7 @@ from regulator.rules.regulatory_log import RegulatoryLog
 from regulator.store import Layout, locked_log
 
 
-class LedgerError(Exception):
+class LedgerError(Refused):
     """A transition the ledger refuses; nothing was written."""
 
 

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from regulator.protocol.clock import Clock, iso, parse_iso, system_clock
-from regulator.protocol.errors import describe_validation_error
+from regulator.protocol.errors import Refused, describe_validation_error
 from regulator.protocol.evidence import EvidenceRef
 from regulator.protocol.memory import (
     MemoryEntry,
@@ -40,7 +40,7 @@ MAX_REVIEW_DAYS = 90
 MemoryStatus = Literal["current", "expired", "retracted"]
 
 
-class MemoryRefusal(Exception):
+class MemoryRefusal(Refused):
     """A record or retraction the store refuses; nothing was written."""
 
 

@@ -32,6 +32,7 @@ from typing import Any, TypeVar, cast
 import orjson
 
 from regulator.protocol.entry import ENTRY_MODELS, RegulatoryEntry, loads_json, validate_entry
+from regulator.protocol.errors import CorruptState
 from regulator.protocol.fast_records import (
     COMPILER,
     codecs_for,
@@ -520,7 +521,7 @@ _TAG_OF: dict[type, str] = {model: tag for tag, model in ENTRY_MODELS.items()}
 _MESSAGE_TYPES: frozenset[type] = frozenset(MESSAGE_MODELS)
 
 
-class _Corrupt(Exception):
+class _Corrupt(CorruptState):
     """A snapshot whose blocks do not make a fold."""
 
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from regulator.protocol.errors import CorruptState
 
-class StoreError(Exception):
+
+class StoreError(CorruptState):
     """Base of every store error. ``path`` is the file concerned, when there is one."""
 
     def __init__(self, message: str, path: Path | None = None) -> None:

@@ -33,6 +33,7 @@ from typing import Any
 
 import orjson
 
+from regulator.protocol.errors import CorruptState
 from regulator.store import Layout
 from regulator.store._fs import SplitPath, open_at, open_file, open_parent, write_all
 
@@ -43,7 +44,7 @@ _READ_CHUNK = 4 << 20
 _STALE_TEMP_S = 3600.0
 
 
-class SnapshotInvalid(Exception):
+class SnapshotInvalid(CorruptState):
     """The snapshot is not one to trust: missing, someone else's, torn, edited or stale."""
 
 

@@ -30,6 +30,7 @@ import yaml
 from regulator.host import gitops
 from regulator.host.sessions import SessionAdapter, SessionResult, SessionRun
 from regulator.host.tools import ToolRefused
+from regulator.protocol.errors import Refused
 
 _REPORT_DEFAULTS: dict[str, Any] = {
     "evidence": [],
@@ -41,7 +42,7 @@ _REPORT_DEFAULTS: dict[str, Any] = {
 }
 
 
-class ScenarioError(Exception):
+class ScenarioError(Refused):
     pass
 
 
