@@ -1,17 +1,21 @@
 """The four policies of a definition: routing, interaction, recovery, budget (upstream-core §3–§4).
 
 All closed, as the original's schemas are, with optional additions of ours that the original's
-closed schema would refuse: ``waitCeilingMs`` on the interaction policy, ``people[].osUsers``
+closed schema would refuse: ``waitCeilingMs`` on the interaction policy, ``people[].osUsers``,
+``people[].channels`` (where a person is reached: :class:`Channel`, docs/reaching-people.md)
 and ``alternationWindow`` on the recovery policy (:func:`fields_of_ours` names those a policy
 uses). A policy file of the original loads unchanged.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+import re
+from typing import Annotated, Literal
+from urllib.parse import parse_qsl, urlsplit
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import regex
-from pydantic import Field, StrictBool, field_validator
+from pydantic import Field, StrictBool, field_validator, model_validator
 
 from regulator.protocol.base import Record
 from regulator.protocol.vocab import (
@@ -107,6 +111,139 @@ class Attention(Record):
     blocking_per_attempt: Annotated[int, Field(ge=0, strict=True)]
 
 
+ChannelType = Literal["desktop", "email", "slack", "ntfy", "webhook", "apprise"]
+CHANNEL_TYPES: tuple[str, ...] = ("desktop", "email", "slack", "ntfy", "webhook", "apprise")
+
+#: ``${NAME}``: a secret taken from the environment or a secrets file when the channel is used.
+SECRET_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_CLOCK_TIME = re.compile(r"^([01][0-9]|2[0-3]):([0-5][0-9])$")
+_SECRET_PARAMS = frozenset(
+    {"token", "key", "apikey", "api_key", "password", "pass", "pwd", "secret", "auth", "access"}
+)
+# Services whose URL carries its credential in the path (slack://T/B/C, discord://id/token…).
+_TOKEN_IN_PATH = frozenset(
+    {"slack", "discord", "tgram", "pover", "msteams", "gchat", "matrix", "matrixs", "pbul"}
+)
+# A literal run this long, mixing letters and digits, is taken for a token.
+_TOKENISH = re.compile(r"(?=[A-Za-z0-9_-]*[0-9])(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{24,}")
+
+
+def _literal_secret(value: str) -> str | None:
+    """Why ``value`` (a channel URL or address) seems to hold a literal secret, if it does.
+
+    A heuristic, on purpose strict: a committed policy is read by everyone who clones the
+    repository, so a secret must be written as ``${NAME}`` and come from the environment or
+    a secrets file outside the repository.
+    """
+    bare = SECRET_REFERENCE.sub("", value)
+    if "://" in value:
+        parts = urlsplit(SECRET_REFERENCE.sub("ref", value))
+        netloc = urlsplit(value).netloc
+        if "@" in netloc:
+            userinfo = netloc.rsplit("@", 1)[0]
+            if ":" in userinfo and not SECRET_REFERENCE.fullmatch(userinfo.split(":", 1)[1]):
+                return "a password in the URL"
+        for name, item in parse_qsl(urlsplit(value).query, keep_blank_values=True):
+            if name.lower() in _SECRET_PARAMS and item and not SECRET_REFERENCE.fullmatch(item):
+                return f"a literal {name}= parameter"
+        if parts.scheme.lower() in _TOKEN_IN_PATH:
+            for segment in [urlsplit(value).netloc, *urlsplit(value).path.split("/")]:
+                if segment and not segment.startswith("#") and not SECRET_REFERENCE.search(segment):
+                    return f"a literal token in a {parts.scheme}:// URL"
+    if _TOKENISH.search(bare):
+        return "what looks like a token"
+    return None
+
+
+class QuietHours(Record):
+    """A daily window when a channel is not used (it is used again when the window ends)."""
+
+    start: str
+    end: str
+    # An IANA zone (Europe/Paris); the machine's local time when absent.
+    timezone: str | None = None
+    # This severity and above reaches the person even in quiet hours.
+    unless: Severity | None = "critical"
+
+    @field_validator("start", "end")
+    @classmethod
+    def _clock_time(cls, value: str) -> str:
+        if not _CLOCK_TIME.match(value):
+            raise ValueError(f"{value!r} is not a time of day as HH:MM (00:00 to 23:59)")
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                ZoneInfo(value)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise ValueError(f"{value!r} is not a time zone this machine knows") from None
+        return value
+
+
+class Channel(Record):
+    """Ours: one place a person is reached, for which obligations, and when not.
+
+    The original's closed schema refuses ``channels``; see docs/reaching-people.md. Secrets
+    are never written here: ``${NAME}`` in ``url``/``to`` is taken from the environment, else
+    from ``secretsFile`` (a file outside the repository, ``NAME=value`` lines).
+    """
+
+    type: ChannelType
+    # Unique among the person's channels; defaults to the type.
+    name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]*$")] | None = None
+    # desktop: none (notify-send) or an apprise URL; email: mailto(s)://…; slack: slack://… or
+    # an incoming-webhook https URL; ntfy: ntfy(s)://host/topic; webhook: http(s) URL (JSON
+    # is POSTed); apprise: any URL the apprise library understands.
+    url: Annotated[str, Field(min_length=1)] | None = None
+    to: Annotated[str, Field(min_length=3)] | None = None  # email: the address
+    # desktop: the command to run instead (title and body are appended as arguments).
+    command: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)] | None = None
+    min_severity: Severity = "advisory"
+    # Concerns (interaction, algedonic-signal, recovery-decision…) or question kinds
+    # (consent, choice…); every kind when absent.
+    kinds: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)] | None = None
+    reminders: StrictBool = True
+    quiet_hours: QuietHours | None = None
+    secrets_file: Annotated[str, Field(min_length=1)] | None = None
+
+    @property
+    def label(self) -> str:
+        return self.name or self.type
+
+    @field_validator("url", "to")
+    @classmethod
+    def _no_literal_secret(cls, value: str | None) -> str | None:
+        if value is not None and (why := _literal_secret(value)):
+            raise ValueError(
+                f"holds {why}: write the secret as ${{NAME}} and set NAME in the environment "
+                "or in a secretsFile outside the repository"
+            )
+        return value
+
+    @field_validator("secrets_file")
+    @classmethod
+    def _outside(cls, value: str | None) -> str | None:
+        if value is not None and not (value.startswith("/") or value.startswith("~/")):
+            raise ValueError(
+                f"{value!r} must be an absolute or ~/ path: a secrets file lives outside the "
+                "repository"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _complete(self) -> Channel:
+        if self.type in ("slack", "ntfy", "webhook", "apprise", "email") and self.url is None:
+            raise ValueError(f"a {self.type} channel needs a url")
+        if self.type == "email" and self.to is None:
+            raise ValueError("an email channel needs to: the address")
+        if self.command is not None and self.type != "desktop":
+            raise ValueError("only a desktop channel runs a command")
+        return self
+
+
 class Person(Record):
     name: Annotated[str, Field(min_length=1)]
     resolve_up_to: Severity
@@ -115,6 +252,21 @@ class Person(Record):
     act_as_s5: StrictBool = Field(alias="actAsS5")
     # Ours: when set, only these OS users may act as this person.
     os_users: list[Annotated[str, Field(min_length=1)]] | None = None
+    # Ours: where the person is reached (docs/reaching-people.md); the original ignores it
+    # (its closed schema refuses it).
+    channels: list[Channel] | None = None
+
+    @field_validator("channels")
+    @classmethod
+    def _unique(cls, value: list[Channel] | None) -> list[Channel] | None:
+        seen: set[str] = set()
+        for channel in value or []:
+            if channel.label in seen:
+                raise ValueError(
+                    f"two channels are named {channel.label!r}: give each a distinct name"
+                )
+            seen.add(channel.label)
+        return value
 
 
 class InteractionPolicy(PolicyHeader):
@@ -224,6 +376,9 @@ def fields_of_ours(policy: object) -> list[str]:
             found.append("waitCeilingMs")
         found += [
             f"people[{i}].osUsers" for i, p in enumerate(policy.people) if p.os_users is not None
+        ]
+        found += [
+            f"people[{i}].channels" for i, p in enumerate(policy.people) if p.channels is not None
         ]
     elif isinstance(policy, RecoveryPolicy) and policy.alternation_window is not None:
         found.append("alternationWindow")
