@@ -255,14 +255,16 @@ class EffectJournal:
 
     def reconcile(
         self,
-        verify: Callable[[EffectState], bool],
+        verify: Callable[[EffectState], bool | tuple[bool, str]],
         *,
         where: Callable[[EffectState], bool] | None = None,
     ) -> list[EffectState]:
         """Ask the world about each pending key (``where`` narrows which): confirmed or absent.
 
         ``verify`` runs under the journal's lock, so nobody commits a key while it is judged.
-        Give ``where`` when other writers may be mid-effect on keys that are not yours.
+        It may return ``(happened, result)`` to record what was found (an outcome nobody can
+        observe, said as such). Give ``where`` when other writers may be mid-effect on keys
+        that are not yours.
         """
         reconciled: list[EffectState] = []
         with locked_log(self.path) as out:
@@ -271,7 +273,9 @@ class EffectJournal:
             for state in list(self._states.values()):
                 if state.status != "intended" or (where is not None and not where(state)):
                     continue
-                status: EffectStatus = "confirmed" if verify(replace(state)) else "absent"
+                verdict = verify(replace(state))
+                happened, result = verdict if isinstance(verdict, tuple) else (verdict, None)
+                status: EffectStatus = "confirmed" if happened else "absent"
                 line: dict[str, Any] = {
                     "key": state.key,
                     "tool": state.tool,
@@ -281,8 +285,10 @@ class EffectJournal:
                 }
                 if state.unit_id is not None:
                     line["unitId"] = state.unit_id
+                if result:
+                    line["result"] = result
                 lines.append(self._line(line))
-                reconciled.append(replace(state, status=status))
+                reconciled.append(replace(state, status=status, result=result or state.result))
             if lines:
                 out.append(lines)
         self.refresh()
