@@ -20,6 +20,10 @@ Differences from the original, each for a failure it did not handle:
   stops forwarding at the first failure, so the failing line and those after it are forwarded
   again next tick and nothing before it is forwarded twice (the original re-forwarded the whole
   batch after any failure). A watcher killed mid-forward repeats at most the line in flight.
+
+Ours, beside the outbox: each delivery also goes to the channels of every person who may
+disposition the obligation (:mod:`regulator.host.channels`), after the outbox pass, in
+``watch``, ``remind``, ``serve`` and the loop's routing step.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from regulator.host.channels import FanOut, Sender, fan_out, has_channels
 from regulator.policy import Definition
 from regulator.protocol.clock import Clock, now_iso, parse_iso
 from regulator.protocol.obligations import ObligationState
@@ -300,6 +305,9 @@ class TickReport:
     failed: int
     # What the tick had to say beside the counts: a reset cursor, why a forward failed.
     notes: tuple[str, ...] = field(default=())
+    # Ours: sends to people's channels (None: no person has channels).
+    sent: int | None = None
+    send_failed: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -318,6 +326,10 @@ class TickReport:
         )
         if self.failed:
             text += f", FAILED {self.failed} (cursor not advanced)"
+        if self.sent is not None:
+            text += f"; sent {self.sent} to people's channels"
+            if self.send_failed:
+                text += f", {self.send_failed} FAILED (see regulator deliveries)"
         return text
 
 
@@ -410,14 +422,18 @@ def watch_tick(
     command: Sequence[str] | None = None,
     *,
     run: Runner | None = None,
+    sender: Sender | None = None,
+    scrub: Callable[[str], str] | None = None,
 ) -> TickReport:
-    """One tick: deliver what is pending, remind what is due, forward the new outbox lines.
+    """One tick: deliver what is pending, remind what is due, send to people's channels,
+    forward the new outbox lines.
 
     ``clock`` defaults to the ledger's; ``command`` None means the outbox itself is the channel.
     """
     clock = clock if clock is not None else ledger.clock
     delivered = deliver_pending(ledger, journal, layout, clock)
     reminded = remind_due(ledger, journal, layout, policy, clock)
+    sent = fan_out(ledger, journal, layout, policy, clock=clock, sender=sender, scrub=scrub)
     result = forward_outbox(layout, command, run=run)
     return TickReport(
         at=now_iso(clock),
@@ -426,6 +442,8 @@ def watch_tick(
         forwarded=result.forwarded,
         failed=result.failed,
         notes=result.notes,
+        sent=len(sent.sent) + len(sent.failed) if has_channels(policy) else None,
+        send_failed=len(sent.failed),
     )
 
 
@@ -433,10 +451,24 @@ def watch_tick(
 class RouteAndDeliver:
     routing: RoutingResult
     delivered: int
+    # Ours: what went to people's channels (empty when nobody has channels).
+    channels: FanOut = field(default_factory=FanOut)
 
 
-def route_and_deliver(ledger: Ledger, definition: Definition) -> RouteAndDeliver:
-    """The loop's routing step: route what is unrouted, then deliver what is owed a person."""
+def route_and_deliver(
+    ledger: Ledger,
+    definition: Definition,
+    *,
+    sender: Sender | None = None,
+    scrub: Callable[[str], str] | None = None,
+) -> RouteAndDeliver:
+    """The loop's routing step: route what is unrouted, deliver what is owed a person, and
+    send it to the owners' channels."""
     routing = route_messages(ledger, definition.routing)
     delivered = deliver_pending(ledger)
-    return RouteAndDeliver(routing, len(delivered))
+    policy = definition.interaction
+    channels = FanOut()
+    if has_channels(policy):
+        journal = EffectJournal(ledger.layout, ledger.clock)
+        channels = fan_out(ledger, journal, ledger.layout, policy, sender=sender, scrub=scrub)
+    return RouteAndDeliver(routing, len(delivered), channels)

@@ -202,8 +202,12 @@ class Redactor:
 
     @classmethod
     def for_layout(cls, layout: Layout) -> Redactor:
-        """A redactor for the instance's canaries (none when the file is missing)."""
-        return cls(read_canaries(layout))
+        """A redactor for the instance's canaries (none when the file is missing) and the
+        secrets its people's channels use (``${NAME}`` values found in the environment or a
+        secrets file: docs/reaching-people.md)."""
+        from regulator.host.channels import instance_channel_secrets
+
+        return cls([*read_canaries(layout), *instance_channel_secrets(layout)])
 
     def __repr__(self) -> str:
         # Never the values themselves: a repr ends up in logs and tracebacks.
