@@ -1,10 +1,13 @@
-"""``remind``, ``watch`` and ``effects``: delivery to people and the effect journal."""
+"""``remind``, ``watch``, ``effects``, ``serve``, ``stream`` and ``deliveries``: delivery to
+people (the outbox and their own channels), the effect journal, and remote rooms."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import time
+from collections.abc import Callable
+from typing import Any
 
 from regulator.cli.context import definition, instance_root, print_json
 from regulator.cli.errors import CliError, UsageError
@@ -28,12 +31,38 @@ def cmd_remind(args: argparse.Namespace) -> int:
     defn = definition(args, root)
     policy = defn.interaction
     layout = Layout(root)
-    items = remind_due(Ledger(layout), EffectJournal(layout), layout, policy)
+    ledger, journal = Ledger(layout), EffectJournal(layout)
+    items = remind_due(ledger, journal, layout, policy)
     for item in items:
         word = "reminded" if item.reminder else "delivered"
         print(f"{word:<9} {describe_obligation(item.obligation)}")
     print(f"{len(items)} delivered")
+    _send_to_channels(ledger, journal, layout, policy)
     return 0
+
+
+def _scrub(layout: Layout) -> Callable[[str], str]:
+    # What a channel message carries leaves the machine: the redactor's shapes apply too.
+    from regulator.views.redaction import Redactor
+
+    return Redactor.for_layout(layout).redact
+
+
+def _send_to_channels(ledger: Any, journal: Any, layout: Layout, policy: Any) -> None:
+    """Ours, after the original's outbox pass: each delivery to its owners' channels."""
+    from regulator.host.channels import fan_out, has_channels
+
+    if not has_channels(policy):
+        return
+    result = fan_out(ledger, journal, layout, policy, scrub=_scrub(layout))
+    for d in [*result.sent, *result.failed]:
+        said = (
+            f"sent     {d.person}/{d.channel} ({d.type})"
+            if d.outcome == "sent"
+            else (f"FAILED   {d.person}/{d.channel} ({d.type}): {d.error}")
+        )
+        print(_safe(f"{said}  obligation {d.obligation_id[:8]}"))
+    print(f"{len(result.sent)} sent to channels, {len(result.failed)} failed")
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
@@ -57,10 +86,11 @@ def cmd_watch(args: argparse.Namespace) -> int:
     layout = Layout(root)
     ledger = Ledger(layout)
     journal = EffectJournal(layout)
+    scrub = _scrub(layout)
     try:
         while True:
             try:
-                report = watch_tick(ledger, journal, layout, policy, command=command)
+                report = watch_tick(ledger, journal, layout, policy, command=command, scrub=scrub)
             except (StoreError, LedgerError, EffectJournalError, OSError) as exc:
                 if once:
                     raise CliError(str(exc)) from None
@@ -96,6 +126,113 @@ def cmd_effects(args: argparse.Namespace) -> int:
             _safe(
                 f"{s.status:<9} {s.key}  {s.tool}  {s.unit_id or '-'}  {s.intended_at}  "
                 f"{s.description}{result}"
+            )
+        )
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import signal
+    import threading
+
+    from regulator.host.serve import Server
+    from regulator.policy import load_definition
+
+    if args.interval <= 0:
+        raise UsageError(f"--interval must be more than 0 seconds, not {args.interval}")
+    root = instance_root(args)
+    _ = definition(args, root).interaction  # refuse a bad definition now, not at a pass
+    override = getattr(args, "definition", None)
+    layout = Layout(root)
+
+    def say(line: str) -> None:
+        print(_safe(line), flush=True)
+
+    def complain(line: str) -> None:
+        print(f"regulator serve: {_safe(line)}", file=sys.stderr, flush=True)
+
+    from pathlib import Path
+
+    server = Server(
+        layout,
+        # Loaded again each pass: an edited policy (a new channel) is used without a restart.
+        lambda: load_definition(root, Path(override) if override is not None else None),
+        scrub=_scrub(layout),
+        interval_s=args.interval,
+        say=say,
+        complain=complain,
+    )
+    stop = threading.Event()
+
+    def stopping(_signum: int, _frame: object) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, stopping)
+    signal.signal(signal.SIGINT, stopping)
+    server.run(stop)
+    return 0
+
+
+def cmd_stream(args: argparse.Namespace) -> int:
+    import signal
+    import threading
+
+    import orjson
+
+    from regulator.protocol.text import inert_json_text
+    from regulator.views.stream import BadCursor, Cursor, Streamer, follow
+
+    try:
+        since = Cursor.parse(args.since)
+    except BadCursor as exc:
+        raise UsageError(str(exc)) from None
+    if args.heartbeat <= 0:
+        raise UsageError(f"--heartbeat must be more than 0 seconds, not {args.heartbeat}")
+    layout = Layout(instance_root(args))
+
+    def emit(item: dict[str, Any]) -> None:
+        # One line each; escapes in record text stay inert for whoever pages through it.
+        sys.stdout.write(inert_json_text(orjson.dumps(item).decode()) + "\n")
+        sys.stdout.flush()
+
+    stop = threading.Event()
+
+    def stopping(_signum: int, _frame: object) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, stopping)
+    signal.signal(signal.SIGINT, stopping)
+    signal.signal(signal.SIGHUP, stopping)  # the ssh connection went away
+    follow(Streamer(layout, since, emit), stop, heartbeat_s=args.heartbeat, once=args.once)
+    return 0
+
+
+def cmd_deliveries(args: argparse.Namespace) -> int:
+    from regulator.host.channels import read_deliveries
+    from regulator.rules.ledger import Ledger, find_obligation
+    from regulator.views.redaction import Redactor
+
+    layout = Layout(instance_root(args))
+    records, problems = read_deliveries(layout)
+    if args.obligation is not None:
+        wanted = find_obligation(Ledger(layout).refresh(), args.obligation).id
+        records = [r for r in records if r.obligation_id == wanted]
+    for problem in problems:
+        print(f"regulator: {_safe(problem)}", file=sys.stderr)
+    redactor = Redactor.for_layout(layout)
+    if args.json:
+        print_json(redactor.redact_json([r.to_json() for r in records]))
+        return 0
+    if not records:
+        print("no deliveries to people's channels")
+    for r in records:
+        kind = "reminder" if r.reminder else "delivery"
+        error = f" — {r.error}" if r.error else ""
+        code = " (with an answer code)" if r.code else ""
+        print(
+            redactor.safe(
+                f"{r.at}  {r.outcome:<7} {r.obligation_id[:8]} {kind} {r.delivery} to "
+                f"{r.person}/{r.channel} ({r.type}: {r.target}){code}{error}"
             )
         )
     return 0

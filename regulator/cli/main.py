@@ -153,6 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _obligation_commands(sub)
     _delivery_commands(sub)
+    _reach_commands(sub)
     _memory_identity_commands(sub)
     _unit_commands(sub)
     _agent_commands(sub)
@@ -487,6 +488,11 @@ def _obligation_commands(sub: Any) -> None:
     _by(p)
     p.add_argument("--answer", required=True, metavar="TEXT", help="the answer (see above)")
     p.add_argument(
+        "--code",
+        metavar="CODE",
+        help="the one-time code a channel message carried: checked beside --by, spent once",
+    )
+    p.add_argument(
         "--note",
         metavar="TEXT",
         help="a reason, recorded with the answer and carried to the unit's next attempt",
@@ -569,6 +575,57 @@ def _delivery_commands(sub: Any) -> None:
     p.add_argument("--person", metavar="P", help="only what person P answered")
     p.add_argument("--since", metavar="AGE", default="7d", help="how far back: 12h, 7d, 4w")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
+
+
+def _reach_commands(sub: Any) -> None:
+    """Reaching people where they are, and remote rooms (docs/reaching-people.md)."""
+    h = "regulator.cli.delivery_cmds"
+    p = _command(
+        sub,
+        "serve",
+        f"{h}:cmd_serve",
+        "route, deliver, remind and send to people's channels as soon as the log changes; "
+        "one per instance, until SIGTERM or SIGINT",
+        "nohup regulator serve >> .regulator/serve.log 2>&1 &",
+    )
+    p.add_argument(
+        "--interval",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="a pass at least this often, for reminders and quiet hours that end (default 30)",
+    )
+    p = _command(
+        sub,
+        "stream",
+        f"{h}:cmd_stream",
+        "the instance's changes as JSON lines after a cursor, for a room on another machine "
+        "(over ssh)",
+        "ssh build-host regulator stream --instance /srv/repo --since 0",
+    )
+    p.add_argument(
+        "--since",
+        default="0",
+        metavar="CURSOR",
+        help="0 (everything), or the cursor of the last sync line received",
+    )
+    p.add_argument("--once", action="store_true", help="one batch and its sync line, then exit")
+    p.add_argument(
+        "--heartbeat",
+        type=float,
+        default=15.0,
+        metavar="SECONDS",
+        help="a heartbeat line after this long without a change (default 15)",
+    )
+    p = _command(
+        sub,
+        "deliveries",
+        f"{h}:cmd_deliveries",
+        "where each delivery to a person's channel went, and whether it failed",
+        "regulator deliveries --obligation 3f2a",
+    )
+    p.add_argument("--obligation", metavar="ID", help="only this obligation (id or prefix)")
+    p.add_argument("--json", action="store_true", help="print the records as JSON")
 
 
 def _memory_identity_commands(sub: Any) -> None:

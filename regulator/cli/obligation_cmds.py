@@ -191,9 +191,21 @@ def cmd_answer(args: argparse.Namespace) -> int:
     from regulator.rules import dispositions
 
     ledger, policy = _context(args)
+    code_id: str | None = None
+    code: str | None = getattr(args, "code", None)
+    if code is not None:
+        # Checked before the answer, spent after it: a refused answer keeps its code usable.
+        from regulator.host import answer_codes
+
+        target = find_obligation(ledger.refresh(), args.id)
+        code_id = answer_codes.check(ledger.layout, target.id, args.by, code, ledger.clock)
     done = dispositions.answer(
         ledger, policy, args.id, args.by, _actor(args), args.answer, note=args.note
     )
+    if code_id is not None:
+        from regulator.host import answer_codes
+
+        answer_codes.consume(ledger.layout, code_id, ledger.clock)
     line = f"{done.kind} answered by {v(args.by)} ({done.disposition}): {v(done.answer)}"
     if done.obligation.unit:
         line += (
