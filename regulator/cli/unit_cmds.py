@@ -56,7 +56,9 @@ def _contract(path: str) -> Any:
     try:
         return load_record(WorkContract, raw, label=path)
     except ValueError as exc:
-        raise CliError(str(exc)) from None
+        # A schema problem names the file already; the JSON parser's words do not.
+        message = str(exc)
+        raise CliError(message if path in message else f"{path}: {message}") from None
 
 
 def _decision_lines(d: Any) -> list[str]:
