@@ -41,6 +41,7 @@ class InboxIndex:
         self._keep = compile_filter("")
         # A rebuild found an instance mid-fold and left it out: the next change rebuilds.
         self.stale = False
+        self._built = False  # narrowing needs rows to narrow
 
     # -- what is shown ---------------------------------------------------------------------
 
@@ -132,6 +133,7 @@ class InboxIndex:
                 rows.append((self._sort_key(key, o), key))
         rows.sort()
         self._set(rows)
+        self._built = True
 
     def _set(self, rows: list[tuple[SortKey, RowKey]]) -> None:
         self._rows = rows
@@ -168,9 +170,9 @@ class InboxIndex:
         """A new filter: narrows what is shown when it can, else decides every row again."""
         old, self.query = self.query, query
         self._keep = compile_filter(query)
-        if query == old:
+        if query == old and self._built:
             return
-        if narrows(old, query):
+        if self._built and narrows(old, query):
             self._set([(sk, key) for sk, key in self._rows if self._narrow_keeps(key)])
         else:
             self.rebuild()
