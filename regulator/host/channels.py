@@ -38,6 +38,7 @@ import orjson
 from regulator.host import answer_codes
 from regulator.host.instance import read_canaries
 from regulator.protocol.clock import Clock, now_iso, system_clock
+from regulator.protocol.errors import HostFailure
 from regulator.protocol.obligations import ObligationState
 from regulator.protocol.policies import SECRET_REFERENCE, Channel, InteractionPolicy, Person
 from regulator.protocol.text import visible
@@ -58,7 +59,7 @@ SEND_TIMEOUT_S = 10
 Env = Mapping[str, str]
 
 
-class SendFailed(Exception):
+class SendFailed(HostFailure):
     """A channel did not take the message; the text names why, without any secret."""
 
 

@@ -43,6 +43,7 @@ import orjson
 
 from regulator.host.channels import deliveries_path
 from regulator.protocol.clock import Clock, now_iso, system_clock
+from regulator.protocol.errors import Refused
 from regulator.rules.authority import process_os_user
 from regulator.rules.regulatory_log import RegulatoryLog
 from regulator.store import Layout, RecordNotFound, read_bytes
@@ -54,7 +55,7 @@ _CURSOR = re.compile(r"^s(\d+)\.d(\d+)\.p(\d+)$")
 Emit = Callable[[dict[str, Any]], None]
 
 
-class BadCursor(ValueError):
+class BadCursor(Refused):
     pass
 
 
