@@ -67,6 +67,7 @@ def build_server(session: AgentSession) -> Server[Any]:
     # One call at a time: a call that arrives while a question waits (or while its silence is
     # being recorded) must see the pause that question leaves behind.
     serial = anyio.Lock()
+
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
