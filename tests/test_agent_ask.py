@@ -246,3 +246,10 @@ def test_hook_consents_spend_none_of_the_sessions_attention_budget(
         question = open_question(instance)
         answer(instance, question.id, "yes")
         assert decision(asking)["permissionDecision"] == "allow", n
+
+
+def test_a_question_nobody_was_there_to_answer_is_delivered_at_once(instance: Path) -> None:
+    code, _, _ = finish(start(*CONSENT, cwd=instance))
+    assert code == 3
+    outbox = (instance / ".regulator" / "outbox").read_text()
+    assert "clean up" in outbox  # no loop step follows a session unit's question

@@ -22,6 +22,7 @@ from typing import Any, Literal
 import orjson
 
 from regulator.host.conventions import discover
+from regulator.host.delivery import route_and_deliver
 from regulator.host.presence import present
 from regulator.host.worktree import head_of, is_dirty
 from regulator.policy import Definition, PolicyError
@@ -433,6 +434,10 @@ class SessionTools:
             outcome = "cancelled" if self._cancelled() else "timed-out"
         with self.ledger.transaction() as txn:
             txn.answer_interaction(request.id, outcome=outcome, by="S1", channel="none")
+        if not self.contracted:
+            # No loop step follows a session unit's question: deliver it now (the outbox,
+            # and the owners' channels), so it reaches someone who is not in the room.
+            route_and_deliver(self.ledger, self.definition)
         short = asked.obligation.id[:8]
         if host and waits:
             # The tool call it was asked for is not made (silence is never consent); the
