@@ -14,7 +14,7 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import TabbedContent, TabPane
+from textual.widgets import TabbedContent, TabPane, Tabs
 
 from ..bindings import MAIN
 from ..keys import RowKey, UnitKey
@@ -102,6 +102,15 @@ class MainScreen(Screen[None]):
         busy = self.reading > 0
         for selector in ("#instance-table", "#inbox-table"):
             self.query_one(selector).loading = busy
+        if not busy:
+            # A table being loaded cannot hold the focus; give it back once the data is in.
+            self.call_after_refresh(self._refocus)
+
+    def _refocus(self) -> None:
+        if self.focused is None or isinstance(self.focused, Tabs):
+            active = self.query_one("#tabs", TabbedContent).active
+            name = "attention" if active == "attention-tab" else active
+            self.query_one(FOCUS.get(name, "#instance-table")).focus()
 
     # -- actions routed to the App ----------------------------------------------------------------
 

@@ -219,7 +219,7 @@ class RowTable(ScrollView, Generic[K], can_focus=True):
         return Style(color=style.color, bold=style.bold, italic=style.italic, dim=style.dim)
 
     def render_line(self, y: int) -> Strip:
-        width = self.size.width
+        width = self.scrollable_content_region.width  # less the scrollbar, when there is one
         if y == 0:
             header = self._line([Text(c.title) for c in self.columns], width)
             return self._strip(header, width, self.get_component_rich_style("rowtable--header"))
