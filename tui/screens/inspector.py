@@ -22,7 +22,7 @@ from textual.binding import BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Input, Static, TabbedContent, TabPane
+from textual.widgets import Input, Static, TabbedContent, TabPane, Tabs
 
 from regulator.protocol.execution import UnitRecord
 from regulator.rules.budget import summary as budget_summary
@@ -140,6 +140,8 @@ class UnitInspector(Screen[None]):
             return  # closed while it was being read
         self.timeline.loading = False
         self.timeline.show(rows)
+        if self.focused is None or isinstance(self.focused, Tabs):
+            self.timeline.focus()  # a table being loaded could not hold it
         self.query_one("#budgets", Static).update(budgets)
         self.query_one("#contract", Static).update(contract)
         self.query_one("#report", Static).update(report)
