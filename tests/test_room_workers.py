@@ -99,6 +99,31 @@ async def test_with_a_slow_fold_the_room_takes_keys_and_shows_loading_before_the
 
 
 @pytest.mark.asyncio
+async def test_quitting_before_an_instance_is_read_asks_first(demo: Path) -> None:
+    from tui.dialogs import QuitConfirm
+
+    app = app_for(demo)
+    model = app.models[0]
+    gate = threading.Event()
+    fold = model.refresh
+
+    def slow(paths: Any = None) -> Any:
+        gate.wait(timeout=15)
+        return fold(paths)
+
+    model.refresh = slow  # type: ignore[method-assign]
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("q")
+        await wait_for(pilot, lambda: isinstance(app.screen, QuitConfirm))
+        shown = " ".join(str(s.render()) for s in app.screen.query(".countdown"))
+        assert "calc is still being read" in shown
+        await pilot.press("escape")
+        gate.set()
+        await settled(pilot)
+        assert app.is_running
+
+
+@pytest.mark.asyncio
 async def test_the_inspector_is_up_at_once_and_fills_in_when_its_replay_is_read(
     demo: Path,
 ) -> None:
