@@ -36,19 +36,24 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from regulator.host.demo import SimClock  # noqa: E402
+from regulator.host.demo import SimClock, contract  # noqa: E402
 from regulator.host.instance import init_instance  # noqa: E402
 from regulator.policy import load_definition  # noqa: E402
 from regulator.protocol.entry import validate_entry  # noqa: E402
 from regulator.rules.asking import ask_in  # noqa: E402
+from regulator.rules.execution import ExecutionStore  # noqa: E402
 from regulator.rules.ledger import Ledger, Transaction  # noqa: E402
 from regulator.rules.router import route_messages  # noqa: E402
 from regulator.store import Layout  # noqa: E402
 
 #: Bump when the mix changes, so that run.py regenerates cached instances.
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 3
 
 UNITS = [f"unit-{n:03d}" for n in range(1, 121)]
+#: One unit far busier than the others: about 5% of every message and question names it, so
+#: that at 1,000,000 lines its timeline holds some 50,000 records (B5's inspector).
+HOT_UNIT = "unit-000"
+HOT_SHARE = 0.05
 PEOPLE = ["alice", "bob", "carol"]
 
 QUESTIONS: list[dict[str, Any]] = [
@@ -124,7 +129,7 @@ class Generator:
         self.serial += 1
         n = self.serial
         rng = self.rng
-        unit = rng.choice(UNITS)
+        unit = self._unit()
         base: dict[str, Any] = {
             "id": f"msg-{n:07d}-{rng.getrandbits(32):08x}",
             "timestamp": _iso(self.clock()),
@@ -260,7 +265,7 @@ class Generator:
         with self.ledger.transaction() as txn:
             for _ in range(int(size * 0.22)):
                 q = dict(rng.choice(QUESTIONS))
-                asked = ask_in(txn, interaction, unit=rng.choice(UNITS), attempt=1, **q)
+                asked = ask_in(txn, interaction, unit=self._unit(), attempt=1, **q)
                 pools.human.append(asked.obligation.id)
                 pools.undelivered.append(asked.obligation.id)
                 pools.asks[asked.obligation.id] = (asked.request.id, q["kind"])
@@ -298,6 +303,8 @@ class Generator:
         rng, pools = self.rng, self.pools
         self.clock.advance(rng.uniform(0.2, 1))
         with self.ledger.transaction() as txn:
+            # The generator plays a person who may act as S5 (moving an S5 item to a human).
+            txn.s5_authorized = True
             for name, pool, closer in (("s3", pools.s3, "S3"), ("s5", pools.s5, "S5")):
                 for ref in self._take(pool, round(inflow[name] * self.close)):
                     if not self._is_open(txn, ref):
@@ -336,6 +343,9 @@ class Generator:
                 txn.resolve(ref, person, disposition, text)
 
     # -- helpers -------------------------------------------------------------------------
+
+    def _unit(self) -> str:
+        return HOT_UNIT if self.rng.random() < HOT_SHARE else self.rng.choice(UNITS)
 
     def _is_open(self, txn: Transaction, ref: str) -> bool:
         state = txn.get(ref)
@@ -377,6 +387,11 @@ def generate(
     subprocess.run(["git", "init", "--quiet", str(directory)], check=True)
     init_instance(directory, by="alice", clock=lambda: datetime(2026, 1, 5, 7, 0, tzinfo=UTC))
     gen = Generator(directory, seed=seed, close=close)
+    # Every unit the messages name has its record and contract, as a dispatched unit has:
+    # ``status`` and the room list them.
+    store = ExecutionStore(gen.layout, clock=gen.clock)
+    for unit_id in [HOT_UNIT, *UNITS]:
+        store.create_unit(contract(unit_id, f"the work of {unit_id}", tests=True, clock=gen.clock))
     started = time.monotonic()
     written = 0
     while written < lines:

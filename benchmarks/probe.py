@@ -1,7 +1,8 @@
 """What ``run.py`` runs in fresh processes: one measurement each, printed as one JSON line.
 
     python benchmarks/probe.py load DIR [--no-snapshot]   B1: a cold load of DIR's log
-    python benchmarks/probe.py parse FILE [--discard]    B1's baseline: orjson on every line
+    python benchmarks/probe.py parse FILE [--discard]    the baseline: orjson on every line, kept,
+                                                         the cycle collector off
     python benchmarks/probe.py append DIR [--appends N]  B2: one event appended, then folded
     python benchmarks/probe.py rss -- COMMAND …          the peak RSS of COMMAND, as a child
 
@@ -61,9 +62,14 @@ def parse(path: Path, *, keep: bool) -> dict[str, Any]:
     ``keep``: the parsed lines are kept, as any loader keeps what it parsed; otherwise each is
     dropped at once (a lower bound: memory is reused and the collector has nothing to walk).
     """
+    import gc
+
     import orjson
 
     loads = orjson.loads
+    # The collector off, as the fold runs: with it on, keeping a million parsed dicts costs
+    # twice as long, and a baseline slowed that way would flatter every ratio against it.
+    gc.disable()
     started = time.perf_counter()
     kept: list[Any] = []
     count = 0
