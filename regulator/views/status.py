@@ -263,21 +263,36 @@ class _Scrubber:
         return done
 
     def walk(self, value: Any) -> Any:
+        # Strings are handled inline in the loops below (most are short or seen before): a
+        # call per string would cost more than the scrubbing saved.
         kind = type(value)
         if kind is str:
             return self.text(value)
         if kind is dict:
-            names = self.names
+            names, scrubbed, scrub = self.names, self.scrubbed, self.redactor.scrub
             rebuilt = False
             for key, item in value.items():
                 name = names.get(key)
                 if name is None:
                     secret = type(key) is str and is_secret_name(key)
                     name = names[key] = (self.text(key) if type(key) is str else key, secret)
-                if name[0] != key:
+                    if name[0] != key:
+                        rebuilt = True
+                elif name[0] is not key and name[0] != key:
                     rebuilt = True
-                if name[1] and isinstance(item, str) and item:
-                    value[key] = REDACTED  # {"token": "…"}: the name says what it is
+                if type(item) is str:
+                    if name[1] and item:
+                        value[key] = REDACTED  # {"token": "…"}: the name says what it is
+                    elif len(item) >= MIN_CANARY_CHARS:
+                        done = scrubbed.get(item)
+                        if done is None:
+                            done = scrubbed[item] = scrub(item)[0]
+                        if done is not item:
+                            value[key] = done
+                elif type(item) in _SCALARS:
+                    continue
+                elif name[1] and isinstance(item, str) and item:
+                    value[key] = REDACTED
                 else:
                     new = self.walk(item)
                     if new is not item:
@@ -288,16 +303,28 @@ class _Scrubber:
                 value.update(fresh)
             return value
         if kind is list:
+            scrubbed, scrub = self.scrubbed, self.redactor.scrub
             for index, item in enumerate(value):
-                new = self.walk(item)
-                if new is not item:
-                    value[index] = new
+                if type(item) is str:
+                    if len(item) >= MIN_CANARY_CHARS:
+                        done = scrubbed.get(item)
+                        if done is None:
+                            done = scrubbed[item] = scrub(item)[0]
+                        if done is not item:
+                            value[index] = done
+                elif type(item) not in _SCALARS:
+                    new = self.walk(item)
+                    if new is not item:
+                        value[index] = new
             return value
         if kind is tuple:
             return [self.walk(item) for item in value]
         if isinstance(value, str | dict | list | tuple):  # a subclass: the general path
             return self.redactor.redact_json(value)
         return value
+
+
+_SCALARS = frozenset({bool, int, float, type(None)})
 
 
 def redacted_view(view: dict[str, Any], redactor: Redactor) -> dict[str, Any]:
