@@ -80,9 +80,9 @@ class UnitInspector(Screen[None]):
                     yield TimelineTable(self.model.redactor, id="timeline")
                     with VerticalScroll(id="record-pane", classes="detail"):
                         yield Static("", id="record")
-            with TabPane("2 Contract", id="tab-contract"), VerticalScroll():
+            with TabPane("2 Contract", id="tab-contract"), VerticalScroll(id="contract-scroll"):
                 yield Static("", id="contract")
-            with TabPane("3 Report", id="tab-report"), VerticalScroll():
+            with TabPane("3 Report", id="tab-report"), VerticalScroll(id="report-scroll"):
                 yield Static("", id="report")
         yield RoomFooter()
 
@@ -214,8 +214,12 @@ class UnitInspector(Screen[None]):
 
     def action_tab(self, pane: str) -> None:
         self.query_one("#unit-tabs", TabbedContent).active = pane
-        if pane == "tab-timeline":
+        # The focus goes into the tab shown: a tab whose pane holds no focus does not stay.
+        target = {"tab-contract": "#contract-scroll", "tab-report": "#report-scroll"}.get(pane)
+        if target is None:
             self.timeline.focus()
+        else:
+            self.query_one(target).focus()
 
     def action_back(self) -> None:
         kind_filter = self.query_one("#kind-filter", Input)
