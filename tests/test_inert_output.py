@@ -382,6 +382,18 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hostile]:
     for unit in units:
         instance.inside("unit", "show", unit)
         instance.inside("unit", "evidence", unit)
+    # The stream a remote room reads: every obligation's folded state, as JSON lines.
+    instance.inside("stream", "--since", "0", "--once")
+    instance.inside("deliveries")
+    instance.inside("deliveries", "--json")
+    # Acting on a waiting unit, refused here (nothing waits on it): the refusal quotes it.
+    hostile_contract = base / "hostile-contract.json"
+    hostile_contract.write_text(H)
+    replan = ["unit", "replan", "evil-fail", "--contract", str(hostile_contract)]
+    instance.inside(*replan, "--by", "alice", "--reason", H)
+    instance.inside("unit", "remediate", "evil-fail", "--by", "alice", "--note", H)
+    # A server that is refused before it starts: a bad interval quotes what was typed.
+    instance.shell("serve", "--interval", HA)
     # Last: these deliver and route, so the reads above saw the instance as built.
     instance.inside("signals", "route")
     instance.inside("remind")
