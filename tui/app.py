@@ -12,7 +12,7 @@ watch event was lost.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -52,6 +52,7 @@ from .keymap import keymap_path, load_keymap
 from .keys import RowKey
 from .messages import Folded, InstanceChanged
 from .model import Changes, InstanceModel, grants, resolve_person
+from .remote import RemoteInstanceModel, open_model
 from .render import one_line, plain
 from .screens.inspector import UnitInspector
 from .screens.main import MainScreen
@@ -79,7 +80,7 @@ class RoomApp(App[None]):
 
     def __init__(
         self,
-        roots: list[Path],
+        roots: Sequence[Path | str],
         *,
         person: str | None = None,
         clock: Clock = system_clock,
@@ -92,7 +93,7 @@ class RoomApp(App[None]):
     ) -> None:
         super().__init__()
         self.clock = clock
-        self.models = [InstanceModel(root, clock=clock, definition=definition) for root in roots]
+        self.models = [open_model(root, clock=clock, definition=definition) for root in roots]
         self.bell_on = bell
         self.watching = watch
         self.paused = False
@@ -134,9 +135,13 @@ class RoomApp(App[None]):
         self._show_person()
         for index in range(len(self.models)):
             self.request_fold(index, None)
+        for index, model in enumerate(self.models):
+            if isinstance(model, RemoteInstanceModel):  # its stream says when it changed
+                model.start(partial(self._remote_changed, index))
         if self.watching:
             for index, model in enumerate(self.models):
-                self.watch_instance(index, model.layout.state)
+                if not model.remote:
+                    self.watch_instance(index, model.layout.state)
             self.set_interval(SAFETY_NET_S, self._safety_net)
 
     def _picked(self, person: str | None) -> None:
@@ -161,7 +166,9 @@ class RoomApp(App[None]):
         self._presence = []
         if not self.presence_on or self.person is None:
             return  # looking only: no session should wait for an answer from here
-        self._presence = [PresenceFile(m.layout, self.person, self.clock) for m in self.models]
+        self._presence = [
+            PresenceFile(m.layout, self.person, self.clock) for m in self.models if not m.remote
+        ]
         self._beat()
         if not self._beating:
             self._beating = True
@@ -178,6 +185,9 @@ class RoomApp(App[None]):
         self._stop.set()
         for presence in self._presence:
             presence.close()
+        for model in self.models:
+            if isinstance(model, RemoteInstanceModel):
+                model.close()
 
     # -- reading, off the UI thread --------------------------------------------------------------
 
@@ -195,6 +205,9 @@ class RoomApp(App[None]):
         ):
             self._changed.setdefault(index, set()).update(Path(p) for _, p in changes)
             self.post_message(InstanceChanged(index))
+
+    def _remote_changed(self, index: int) -> None:  # from a remote model's stream thread
+        self.post_message(InstanceChanged(index))
 
     def _safety_net(self) -> None:
         # The logs only: a lost watch event must not hide an append; unit records change
@@ -413,7 +426,7 @@ class RoomApp(App[None]):
         """Enter on a row: the detail is opened, the "new" mark goes, a receipt is recorded."""
         model, o = self.lookup(key)
         self.new.discard(key)
-        if self.person is not None:
+        if self.person is not None and not model.remote:  # no receipt is written here for a host
             receipt = Receipt(
                 obligation_id=o.id, person=self.person, at=iso(self.clock()), via="room"
             )
@@ -505,6 +518,13 @@ class RoomApp(App[None]):
         self.open_unit(self.models.index(model), o.unit or "")
 
     def open_unit(self, index: int, unit_id: str) -> None:
+        if self.models[index].remote:
+            self.notify(
+                f"{self.models[index].name}: the inspector (replay, unit actions) does not reach"
+                " a remote instance yet; run `regulator unit show` on that host",
+                severity="warning",
+            )
+            return
         self.push_screen(UnitInspector(self.models[index], unit_id))
 
     # -- app-wide actions ----------------------------------------------------------------------

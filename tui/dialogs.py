@@ -24,7 +24,6 @@ from textual.widgets.option_list import Option
 from regulator.protocol.errors import RegulatorError, message_of
 from regulator.protocol.obligations import ObligationState
 from regulator.protocol.vocab import CONSUMERS, DISPOSITIONS, TERMINAL_STATUSES
-from regulator.rules import dispositions
 from regulator.rules.answers import disposition_for_answer
 from regulator.rules.authority import check_disposition_authority, owed_to_s5
 from regulator.rules.ledger import Actor, Ledger, definition_label
@@ -374,12 +373,12 @@ class AnswerDialog(ObligationDialog):
 
     def _send(self, text: str, note: str | None = None) -> None:
         policy = self.model.interaction_policy()
-        if policy is None:
+        if policy is None and not self.model.remote:  # the remote host decides
             self.refuse("the interaction policy does not load: nobody may answer")
             return
 
         def run() -> Done:
-            done = dispositions.answer(
+            done = self.model.acts.answer(
                 self.ledger,
                 policy,
                 self.obligation.id,
@@ -413,8 +412,9 @@ class ResolveDialog(ObligationDialog):
         options: list[Option] = []
         self.allowed: list[str] = []
         blanket: str | None = None
-        if policy is None:
-            blanket = "the interaction policy does not load: nobody may disposition"
+        if policy is None:  # a remote host decides there: offer every disposition
+            if not self.model.remote:
+                blanket = "the interaction policy does not load: nobody may disposition"
         else:
             blanket = check_disposition_authority(
                 policy,
@@ -470,11 +470,11 @@ class ResolveDialog(ObligationDialog):
             self.refuse("a disposition needs a rationale")
             return
         policy = self.model.interaction_policy()
-        if policy is None:
+        if policy is None and not self.model.remote:  # the remote host decides
             return
 
         def run() -> Done:
-            dispositions.resolve(
+            self.model.acts.resolve(
                 self.ledger,
                 policy,
                 self.obligation.id,
@@ -511,12 +511,12 @@ class AcknowledgeDialog(ObligationDialog):
     @on(Button.Pressed, "#ack")
     def _ack(self) -> None:
         policy = self.model.interaction_policy()
-        if policy is None:
+        if policy is None and not self.model.remote:  # the remote host decides
             return
         note = self.query_one("#note", Input).value.strip() or None
 
         def run() -> Done:
-            dispositions.acknowledge(
+            self.model.acts.acknowledge(
                 self.ledger, policy, self.obligation.id, self.person, self.actor, note
             )
             return Done(
@@ -574,10 +574,10 @@ class EscalateDialog(ObligationDialog):
             self.refuse("an escalation needs a rationale")
             return
         policy = self.model.interaction_policy()
-        if policy is None:
+        if policy is None and not self.model.remote:  # the remote host decides
             return
         try:
-            result = dispositions.escalate(
+            result = self.model.acts.escalate(
                 self.ledger,
                 policy,
                 self.obligation.id,

@@ -33,7 +33,10 @@ from regulator.protocol.obligations import ObligationOpened, ObligationState
 from regulator.protocol.ours import Receipt
 from regulator.protocol.policies import InteractionPolicy, Person
 from regulator.protocol.vocab import SEVERITY_ORDER, TERMINAL_STATUSES
+from regulator.rules import dispositions
+from regulator.rules.dispositions import Answered, Escalation
 from regulator.rules.execution import ExecutionStore
+from regulator.rules.ledger import Actor, Ledger
 from regulator.rules.memory_store import MemoryStore
 from regulator.rules.regulatory_log import InteractionState, RegulatoryLog
 from regulator.store import Layout, TailReader
@@ -64,12 +67,84 @@ def _parse_receipt(raw: bytes) -> Receipt:
     return load_record(Receipt, raw)
 
 
+class Acts:
+    """The acts a dialog runs: the core's, on this disk. A remote model's send the remote CLI
+    command instead (tui/remote.py), so the host there checks authority and records who."""
+
+    def answer(
+        self,
+        ledger: Ledger,
+        policy: InteractionPolicy | None,
+        ref: str,
+        by: str,
+        actor: Actor,
+        text: str,
+        *,
+        channel: str = "cli",
+        note: str | None = None,
+    ) -> Answered:
+        return dispositions.answer(
+            ledger, _loaded(policy), ref, by, actor, text, channel=channel, note=note
+        )
+
+    def resolve(
+        self,
+        ledger: Ledger,
+        policy: InteractionPolicy | None,
+        ref: str,
+        by: str,
+        actor: Actor,
+        *,
+        disposition: str,
+        rationale: str,
+    ) -> ObligationState:
+        return dispositions.resolve(
+            ledger, _loaded(policy), ref, by, actor, disposition=disposition, rationale=rationale
+        )
+
+    def acknowledge(
+        self,
+        ledger: Ledger,
+        policy: InteractionPolicy | None,
+        ref: str,
+        by: str,
+        actor: Actor,
+        note: str | None = None,
+    ) -> ObligationState:
+        return dispositions.acknowledge(ledger, _loaded(policy), ref, by, actor, note)
+
+    def escalate(
+        self,
+        ledger: Ledger,
+        policy: InteractionPolicy | None,
+        ref: str,
+        by: str,
+        actor: Actor,
+        *,
+        to: str,
+        rationale: str,
+    ) -> Escalation:
+        return dispositions.escalate(
+            ledger, _loaded(policy), ref, by, actor, to=to, rationale=rationale
+        )
+
+
+def _loaded(policy: InteractionPolicy | None) -> InteractionPolicy:
+    if policy is None:
+        raise dispositions.Refusal("the interaction policy does not load: nobody may act")
+    return policy
+
+
 class InstanceModel:
+    # A remote instance (tui/remote.py): no files here to watch, write or inspect.
+    remote = False
+
     def __init__(
         self, root: Path, *, clock: Clock = system_clock, definition: Path | None = None
     ) -> None:
         self.root = root.resolve()
         self.clock = clock
+        self.acts = Acts()
         self.layout = Layout(self.root)
         self.definition: Definition = load_definition(self.root, definition)
         self.log = RegulatoryLog(self.layout)
@@ -79,13 +154,17 @@ class InstanceModel:
         self._receipts: TailReader[Receipt] = TailReader(
             self.layout.receipts, _parse_receipt, label=self.layout.label(self.layout.receipts)
         )
+        self.redactor = Redactor(read_canaries(self.layout))
+        self._init_counts()
+
+    def _init_counts(self) -> None:
+        """What the screens read, empty until the first fold (shared with a remote model)."""
         self.seen: dict[str, set[str]] = {}
         self.units: dict[str, UnitRecord] = {}
         self.leases: list[Lease] = []
         self.record_problems: list[str] = []
         self.last_change: datetime | None = None
         self.loaded = False
-        self.redactor = Redactor(read_canaries(self.layout))
         self.lock = threading.RLock()
         # Kept as the fold goes (see the module's docstring): open obligations, by severity,
         # those owed to a person, and those that hold every dispatch (no unit).

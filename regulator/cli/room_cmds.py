@@ -6,13 +6,29 @@ import argparse
 import tempfile
 import threading
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from regulator.cli.errors import CliError
 from regulator.store import find_instance
 
 
+def _remote(given: str) -> str:
+    """``ssh://[user@]host[:port]/path``, checked here so a typo fails before the room opens."""
+    parts = urlsplit(given)
+    if not parts.hostname:
+        raise CliError(f"{given}: no host; an instance elsewhere is ssh://[user@]host[:port]/path")
+    if not parts.path or parts.path == "/":
+        raise CliError(f"{given}: no path to the instance on {parts.hostname}")
+    try:
+        parts.port  # noqa: B018 (it raises on a port that is not a number)
+    except ValueError:
+        raise CliError(f"{given}: the port is not a number") from None
+    return given
+
+
 def cmd_room(args: argparse.Namespace) -> int:
     roots: list[Path] = []
+    remotes: list[str] = []
     stop = threading.Event()
     if args.demo:
         from regulator.host.demo import build_demo, run_live
@@ -29,11 +45,14 @@ def cmd_room(args: argparse.Namespace) -> int:
     else:
         person = args.person
         for given in args.instances:
+            if given.startswith("ssh://"):
+                remotes.append(_remote(given))
+                continue
             root = Path(given)
             if not (root / ".regulator").is_dir():
                 raise CliError(f"{given}: not an instance (no .regulator/ there)")
             roots.append(root.resolve())
-        if not roots:
+        if not roots and not remotes:
             found = find_instance(Path.cwd())
             if found is None:
                 raise CliError(
@@ -56,7 +75,7 @@ def cmd_room(args: argparse.Namespace) -> int:
 
     try:
         RoomApp(
-            roots,
+            [*roots, *remotes],
             person=person,
             bell=not args.no_bell,
             definition=Path(override) if override else None,

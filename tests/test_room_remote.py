@@ -1,0 +1,128 @@
+"""The room over an instance on another machine (``ssh://host/path``), with the transport a
+local subprocess: REGULATOR_SSH names a script that drops the host and runs the rest here, as
+sshd would run it there."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from textual.widgets import Input
+
+from regulator.rules.authority import process_os_user
+from tui.app import MainScreen, RoomApp
+from tui.dialogs import AnswerDialog, ResolveDialog
+from tui.remote import RemoteInstanceModel, parse_target
+
+from .room_fixture import build_fixture, copy_fixture, fixed_clock, settled
+from .test_room import question, select, state, wait_for
+
+pytestmark = pytest.mark.asyncio
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_fixture(tmp_path_factory.mktemp("remote") / "calc")
+
+
+@pytest.fixture
+def there(built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = copy_fixture(built, tmp_path / "calc")
+    script = tmp_path / "fake-ssh"
+    calls = tmp_path / "ssh-calls"
+    # ssh gives the remote shell one string; so does this, after dropping the host.
+    script.write_text(f'#!/bin/sh\necho "$*" >> {calls}\nshift\nexec sh -c "$*"\n')
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("REGULATOR_SSH", str(script))
+    monkeypatch.setenv("REGULATOR_REMOTE", str(Path(sys.executable).parent / "regulator"))
+    monkeypatch.delenv("REGULATOR_PERSON", raising=False)
+    return root
+
+
+def remote_app(root: Path) -> RoomApp:
+    return RoomApp(
+        [f"ssh://localhost{root}"], person="alice", clock=fixed_clock, watch=False, presence=False
+    )
+
+
+async def test_an_ssh_url_names_host_port_and_path() -> None:
+    target = parse_target("ssh://bob@build:2222/srv/repo")
+    assert (target.host, target.port, target.path) == ("bob@build", 2222, "/srv/repo")
+    with pytest.raises(ValueError, match="no path"):
+        parse_target("ssh://build")
+
+
+async def test_a_remote_inbox_shows_and_an_answer_lands_there_with_its_os_user(
+    there: Path,
+) -> None:
+    app = remote_app(there)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settled(pilot)
+        model = app.models[0]
+        assert isinstance(model, RemoteInstanceModel) and model.connection == "connected"
+        assert model.owed_to_person()  # the remote inbox, folded over there
+        o = await select(app, pilot, question("consent"))
+        await pilot.press("a")
+        assert isinstance(app.screen, AnswerDialog)
+        await pilot.press("ctrl+y")
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
+        # The stream brings the answer back: the room shows the remote state.
+        await wait_for(pilot, lambda: model.log.obligations[o.id].status == "resolved")
+    assert state(there, o.id).disposition == "accepted"
+    records = [
+        orjson.loads(line)
+        for line in (there / ".regulator" / "provenance.ndjson").read_bytes().splitlines()
+    ]
+    last = records[-1]
+    assert (last["via"], last["osUser"]) == ("cli", process_os_user())
+
+
+async def test_a_remote_refusal_is_shown_in_the_dialog_and_nothing_is_written(
+    there: Path,
+) -> None:
+    app = RoomApp(
+        [f"ssh://localhost{there}"], person="nobody-here", clock=fixed_clock, watch=False,
+        presence=False,
+    )  # fmt: skip
+    before = (there / ".regulator" / "signals.ndjson").read_bytes()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settled(pilot)
+        await select(app, pilot, lambda o: o.consumer == "human")
+        await pilot.press("r")
+        dialog = app.screen
+        assert isinstance(dialog, ResolveDialog)
+        dialog.query_one("#rationale", Input).value = "because"
+        await pilot.click("#resolve")
+        refusal = dialog.query_one("#refusal")
+        await wait_for(pilot, lambda: not refusal.has_class("hidden"))
+        assert "nobody-here" in str(refusal.render())
+        assert app.screen is dialog
+    assert (there / ".regulator" / "signals.ndjson").read_bytes() == before
+
+
+async def test_a_killed_stream_shows_disconnected_then_reconnects_from_its_cursor(
+    there: Path, tmp_path: Path
+) -> None:
+    app = remote_app(there)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settled(pilot)
+        model = app.models[0]
+        assert isinstance(model, RemoteInstanceModel)
+        held, cursor = len(model.log.obligations), model.cursor
+        proc: Any = model._proc
+        os.killpg(proc.pid, signal.SIGKILL)
+        await wait_for(pilot, lambda: "disconnected, retrying" in model.name)
+        main = app.main
+        assert main is not None
+        await wait_for(pilot, lambda: main.problems >= 1)  # the top bar counts it
+        await wait_for(pilot, lambda: model.connection == "connected")
+        assert model.drops == 1 and len(model.log.obligations) == held
+    calls = (tmp_path / "ssh-calls").read_text().splitlines()
+    streams = [c for c in calls if " stream " in c]
+    assert "--since 0 " in streams[0] and f"--since {cursor} " in streams[1]
