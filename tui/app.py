@@ -24,8 +24,10 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 
 from regulator.host.instance import os_user
+from regulator.host.loop import Loop
 from regulator.host.presence import HEARTBEAT_S, PresenceFile
 from regulator.protocol.clock import Clock, iso, system_clock
+from regulator.protocol.errors import RegulatorError, message_of
 from regulator.protocol.obligations import ObligationState
 from regulator.protocol.ours import Receipt
 from regulator.protocol.vocab import SEVERITY_ORDER, TERMINAL_STATUSES
@@ -39,13 +41,19 @@ from .dialogs import (
     AcknowledgeDialog,
     AnswerDialog,
     Done,
+    DriveConfirm,
     EscalateDialog,
     HelpScreen,
     ObligationDialog,
     PersonPicker,
     ProblemsScreen,
     QuitConfirm,
+    RemediateDialog,
+    ReplanDialog,
     ResolveDialog,
+    drive_unit,
+    edit_contract,
+    waits_on,
 )
 from .inbox_index import PRESETS
 from .keymap import keymap_path, load_keymap
@@ -115,6 +123,10 @@ class RoomApp(App[None]):
         self._pending: dict[int, set[Path] | None] = {}
         self._changed: dict[int, set[Path]] = {}
         self._bindings_state: tuple[bool | None, ...] = ()
+        # The loop a replan or remediation acts through and drives with (tests script it).
+        self.loop_for: Callable[[InstanceModel], Loop] = lambda m: Loop(
+            m.layout, m.definition, clock=m.clock
+        )
 
     # -- start and stop ------------------------------------------------------------------------
 
@@ -321,18 +333,21 @@ class RoomApp(App[None]):
         self.refresh_bindings()
 
     def binding_state(self) -> tuple[bool | None, ...]:
-        return tuple(self.may(a) for a in ("answer", "resolve", "acknowledge", "escalate"))
+        actions = ("answer", "resolve", "acknowledge", "escalate", "replan", "remediate")
+        return tuple(self.may(a) for a in actions)
 
     def may(self, action: str) -> bool | None:
         """Footer state for an action on the selected obligation: True, None (greyed) or False."""
         selected = self.selected()
         if selected is None or self.person is None:
             return None
-        _, o = selected
+        model, o = selected
         if o.status in TERMINAL_STATUSES:
             return None
         if action == "answer":
             return True if o.concern == "interaction" else None
+        if action in ("replan", "remediate"):
+            return waits_on(model, o) == action  # hidden unless the unit waits on it
         return True
 
     def selection_rested(self) -> None:
@@ -509,6 +524,49 @@ class RoomApp(App[None]):
         self.notify(done.message, title="done")
         self.request_fold(self.models.index(model), None)
 
+    def open_recovery(self, which: str) -> None:
+        """``R`` / ``m``: act on the recovery decision the selected obligation's unit waits on."""
+        selected = self.selected()
+        if selected is None or self.person is None:
+            self.notify("select an obligation, acting as someone (P)", severity="warning")
+            return
+        model, o = selected
+        if waits_on(model, o) != which or o.unit is None:
+            self.notify(f"{o.id[:8]}: its unit waits on no {which} decision", severity="warning")
+            return
+        try:
+            loop, unit_id = self.loop_for(model), o.unit
+            current = loop.current_contract(unit_id)
+        except RegulatorError as exc:  # a policy that does not load, a missing contract
+            self.notify(message_of(exc), title=which, severity="error")
+            return
+        if which == "remediate":
+            dialog: ObligationDialog = RemediateDialog(model, o, self.person, self.actor, loop=loop)
+            self.push_screen(dialog, partial(self._recovered, model, loop, unit_id, False))
+            return
+        edited, why = edit_contract(self, current)
+        if edited is None:
+            self.notify(why, title="replan", severity="warning")
+            return
+        dialog = ReplanDialog(
+            model, o, self.person, self.actor, loop=loop, current=current, edited=edited
+        )
+        self.push_screen(dialog, partial(self._recovered, model, loop, unit_id, True))
+
+    def _recovered(
+        self, model: InstanceModel, loop: Loop, unit_id: str, ask: bool, done: Done | None
+    ) -> None:
+        """A replan asks before driving (it starts a session); a remediation drives at once."""
+        self._dialog_done(model, done)
+        if done is None:
+            return
+        go = partial(drive_unit, self, model, loop, unit_id)
+        if not ask:
+            go()
+            return
+        version = loop.current_contract(unit_id).version
+        self.push_screen(DriveConfirm(unit_id, version), lambda yes: go() if yes else None)
+
     def open_unit_of_selection(self) -> None:
         selected = self.selected()
         if selected is None or selected[1].unit is None:
@@ -568,6 +626,12 @@ class RoomApp(App[None]):
         yield ("acknowledge the selected obligation", "c", lambda: self.open_dialog("acknowledge"))
         yield ("escalate the selected obligation", "e", lambda: self.open_dialog("escalate"))
         yield ("go to the question a session is waiting on", "w", self.go_to_waiting)
+        yield (
+            "replan the selected unit (edit its contract)",
+            "R",
+            partial(self.open_recovery, "replan"),
+        )
+        yield ("remediate the selected unit", "m", partial(self.open_recovery, "remediate"))
         yield ("switch the person acting", "P", self.action_person)
         yield ("show the problems the readers found", "!", self.action_problems)
         yield ("pause or resume live updates", "p", self.action_pause)

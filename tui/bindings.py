@@ -30,6 +30,9 @@ MAIN = [
     Binding("slash", "filter", "filter", id="main.filter"),
     Binding("f", "preset", "preset", id="main.preset"),
     Binding("w", "waiting", "waiting", show=False, id="main.waiting"),
+    # Shown only on an obligation its unit waits on for that action (see check_action).
+    Binding("R", "replan", "replan", id="main.replan"),
+    Binding("m", "remediate", "remediate", id="main.remediate"),
     Binding("escape", "back", "back", show=False, id="main.back"),
 ]
 
@@ -55,6 +58,8 @@ HELP = [
     ("main.acknowledge", "acknowledge: seen, not resolved — the veto stands"),
     ("main.escalate", "escalate to another consumer"),
     ("main.open_unit", "open the obligation's unit in the inspector"),
+    ("main.replan", "replan: edit the unit's contract in $EDITOR, give a reason, drive again"),
+    ("main.remediate", "remediate: say what was fixed (and a command that shows it); drive again"),
     ("main.waiting", "go to the question a session is waiting on"),
     ("main.filter", "filter the inbox: text, is:blocking, kind:consent, unit:…, owed:human, !…"),
     ("main.preset", "presets: owed to me → all open → everything"),

@@ -26,7 +26,7 @@ from textual.widgets import Input, Static, TabbedContent, TabPane, Tabs
 
 from regulator.protocol.execution import UnitRecord
 from regulator.rules.budget import summary as budget_summary
-from regulator.views.timeline import TimelineRow, unit_timeline
+from regulator.views.timeline import TimelineRow, contract_versions, unit_timeline
 
 from ..bindings import INSPECTOR
 from ..keys import TimelineKey
@@ -175,9 +175,27 @@ class UnitInspector(Screen[None]):
         contract = self.model.store.contract(self.unit_id, version)
         if contract is None:
             return Text("contract file missing")
-        return plain(
+        body = plain(
             json.dumps(contract.to_json_dict(), indent=2, ensure_ascii=False), self.model.redactor
         )
+        versions = contract_versions(self.model.layout, self.unit_id, store=self.model.store)
+        if len(versions) < 2:
+            return body  # never replanned: the contract alone, as before
+        head = Text("versions\n", style="bold")
+        for v in versions:
+            c = v.contract
+            shown = " (in force)" if c.version == version else ""
+            if v.replaces is None:
+                head.append(f"v{c.version}{shown}: the first\n")
+                continue
+            head.append(f"v{c.version}{shown} replans v{v.replaces}: ")
+            head.append_text(plain(one_line(v.reason or "", self.model.redactor)))
+            head.append("\n")
+            for change in v.changes or ("(no decision changes)",):
+                head.append_text(plain(f"  {change}", self.model.redactor))
+                head.append("\n")
+        head.append(f"\nv{version}\n", style="bold")
+        return head + body
 
     def _report(self) -> Text:
         report = self.model.store.latest_report(self.unit_id)

@@ -134,6 +134,12 @@ class MainScreen(Screen[None]):
     def action_escalate(self) -> None:
         self.room.open_dialog("escalate")
 
+    def action_replan(self) -> None:
+        self.room.open_recovery("replan")
+
+    def action_remediate(self) -> None:
+        self.room.open_recovery("remediate")
+
     def action_open_unit(self) -> None:
         self.room.open_unit_of_selection()
 
@@ -151,7 +157,7 @@ class MainScreen(Screen[None]):
         self.inbox.close_filter()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("answer", "resolve", "acknowledge", "escalate"):
+        if action in ("answer", "resolve", "acknowledge", "escalate", "replan", "remediate"):
             return self.room.may(action)
         return True
 
