@@ -118,6 +118,37 @@ async def _help(pilot: Any) -> None:
     await pilot.pause()
 
 
+def _recovery(which: str) -> Setup:
+    """The replan or remediate dialog on the fixture's recovery decision (pushed directly: the
+    fixture's unit waits on another action, and the dialog is what is pinned)."""
+
+    async def setup(pilot: Any) -> None:
+        from tui.dialogs import RemediateDialog, ReplanDialog
+
+        app = pilot.app
+        await _select(pilot, lambda o: o.concern == "recovery-decision")
+        model, o = app.selected()
+        loop = app.loop_for(model)
+        if which == "remediate":
+            app.push_screen(RemediateDialog(model, o, app.person, app.actor, loop=loop))
+        else:
+            current = loop.current_contract(o.unit)
+            edited = type(current).model_validate(
+                {**current.to_json_dict(), "objective": "round half to even, as the spec says"}
+            )
+            app.push_screen(
+                ReplanDialog(
+                    model, o, app.person, app.actor, loop=loop, current=current, edited=edited
+                )
+            )
+        await pilot.pause()
+        for widget in app.screen.query("Input"):
+            widget.cursor_blink = False
+        await pilot.pause()
+
+    return setup
+
+
 SHOTS: list[Shot] = [
     Shot("instances", _instances),
     Shot("inbox", _inbox),
@@ -136,6 +167,8 @@ SHOTS: list[Shot] = [
     ),
     Shot("acknowledge", _dialog("ack", "c", lambda o: o.concern == "recovery-decision")),
     Shot("escalate", _dialog("escalate", "e", lambda o: o.concern == "recovery-decision")),
+    Shot("replan", _recovery("replan")),
+    Shot("remediate", _recovery("remediate")),
     Shot("help", _help),
     Shot("problems", _problems),
     Shot("who-is-acting", _none, person=None),
