@@ -50,13 +50,14 @@ def regulator() -> list[str]:
     return [str(script)] if script.exists() else [PYTHON, "-m", "regulator.cli.main"]
 
 
-def room(*instances: Path, cwd: Path | None = None) -> Terminal:
+def room(*instances: Path, cwd: Path | None = None, keep_history: bool = False) -> Terminal:
     return Terminal(
         [*regulator(), "room", *map(str, instances), "--as", "alice"],
         cols=COLS,
         rows=ROWS,
         env=ENV,
         cwd=str(cwd) if cwd else None,
+        keep_history=keep_history,
     )
 
 
@@ -329,22 +330,33 @@ def b7(instance: Path, questions: int) -> dict[str, Any]:
 
 
 def b8(instances: list[Path]) -> dict[str, Any]:
+    """Until the inbox counts what every instance owes: the first frame showing the count the
+    room settles on (the instances table shows only some rows; the count sums them all)."""
     started = time.monotonic()
-    term = room(*instances)
+    term = room(*instances, keep_history=True)
     try:
-        want = len(instances)
-
-        def all_loaded(text: str) -> bool:
-            return loaded(text) and text.count("121 contracted") >= min(want, ROWS // 3)
-
-        full = term.wait_for(all_loaded, 180)
+        if term.wait_for(loaded, 180) is None:
+            return {"instances": len(instances), "full_s": None, "rss_mb": term.rss_mb()}
+        settle(term, 3.0, timeout=120)
+        final = _inbox_count(term.text())
+        assert term.history is not None
+        full = next(
+            (t for t, text in term.history if loaded(text) and _inbox_count(text) == final),
+            None,
+        )
         return {
-            "instances": want,
+            "instances": len(instances),
+            "inbox": final,
             "full_s": (full - started) if full else None,
             "rss_mb": term.rss_mb(),
         }
     finally:
         term.close()
+
+
+def _inbox_count(text: str) -> int | None:
+    found = re.search(r"Inbox \((\d+)", text)
+    return int(found.group(1)) if found else None
 
 
 RUNNERS: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {

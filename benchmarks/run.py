@@ -397,6 +397,8 @@ def b7(ctx: Context) -> None:
     r = _room("b7", str(directory), "--questions", str(ctx.sizes.questions))
     row = _ms_row("B7 ask_human: key in the room → MCP client", r, 250)
     row.figure += f" ({r.get('n', 0)} of {r.get('questions')} questions)"
+    if r.get("why"):
+        row.figure += f"; first miss: {' '.join(r['why'][0].split())[:70]}"
     ctx.rows.append(row)
 
 

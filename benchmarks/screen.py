@@ -64,6 +64,7 @@ class Terminal:
         rows: int = 48,
         env: dict[str, str] | None = None,
         cwd: str | None = None,
+        keep_history: bool = False,
     ) -> None:
         self.cols, self.rows = cols, rows
         self.chars = [[" "] * cols for _ in range(rows)]
@@ -75,6 +76,8 @@ class Terminal:
         self.frame_end = 0.0
         self.bytes_read = 0
         self._pending = b""
+        #: Every whole frame's end and screen text, when asked for (``keep_history``).
+        self.history: list[tuple[float, str]] | None = [] if keep_history else None
         self._lock = threading.Condition()
         self.started = time.monotonic()
         pid, fd = pty.fork()
@@ -230,6 +233,8 @@ class Terminal:
     def _frame(self, now: float) -> None:
         self.frames += 1
         self.frame_end = now
+        if self.history is not None:
+            self.history.append((now, "\n".join("".join(row) for row in self.chars)))
 
     # -- the person's side -----------------------------------------------------------------
 
