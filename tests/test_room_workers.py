@@ -180,7 +180,7 @@ def test_the_banners_counts_are_kept_by_the_fold_and_match_a_full_count(demo: Pa
     def no_scan() -> list[Any]:
         raise AssertionError("scanned every obligation")
 
-    model.log.open_obligations = no_scan  # type: ignore[method-assign]
+    model.log.open_obligations = no_scan  # type: ignore[method-assign,assignment]
     assert [o.id for o in model.instance_veto()] == list(model.veto)
     assert len(model.owed_to_person()) == len(model.owed)
 
