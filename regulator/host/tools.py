@@ -66,6 +66,9 @@ EFFECTS: dict[str, Effect] = {
 }
 
 OUTPUT_LIMIT = 4000
+# How often a wait for a person reads what was appended: a read of the new bytes only, so a
+# short interval costs little and the answer reaches the agent soon after the key press.
+ANSWER_POLL_S = 0.01
 
 
 class ToolRefused(Refused):
@@ -520,7 +523,7 @@ class SessionTools:
             if answer is not None and not lines:
                 # The answer came without its resolution (an original-era writer): report it.
                 return answer_result(request, answer, None)
-            self.sleep(0.05)
+            self.sleep(ANSWER_POLL_S)
         return None
 
     # -- durable side effects --------------------------------------------------------------
