@@ -17,16 +17,19 @@ from __future__ import annotations
 import os
 import threading
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+from types import MappingProxyType
 
+from regulator.host.channels import ChannelDelivery, deliveries_path, read_deliveries
 from regulator.host.instance import os_user, read_canaries
 from regulator.host.leases import LeaseStore
 from regulator.policy import Definition, PolicyError, load_definition
 from regulator.protocol.clock import Clock, parse_iso, system_clock
 from regulator.protocol.entry import load_record
+from regulator.protocol.errors import RegulatorError
 from regulator.protocol.execution import Lease, UnitRecord
 from regulator.protocol.interaction import InteractionRequested
 from regulator.protocol.obligations import ObligationOpened, ObligationState
@@ -351,6 +354,29 @@ class InstanceModel:
 
     def interaction(self, obligation_id: str) -> InteractionState | None:
         return self.log.interaction_for(obligation_id)
+
+    _deliveries_stamp: tuple[int, int] | None = None
+    _deliveries: Mapping[str, list[ChannelDelivery]] = MappingProxyType({})
+
+    def channel_deliveries(self, obligation_id: str) -> list[ChannelDelivery]:
+        """Where what is owed was sent, person by person, and whether it failed (our
+        ``deliveries.ndjson``); read again only when the file has changed."""
+        path = deliveries_path(self.layout)
+        try:
+            st = path.lstat()
+        except OSError:
+            return []
+        stamp = (st.st_size, st.st_mtime_ns)
+        if stamp != self._deliveries_stamp:
+            try:
+                records, _ = read_deliveries(self.layout)
+            except RegulatorError:  # doctor names a damaged file; the room shows what reads
+                records = []
+            grouped: dict[str, list[ChannelDelivery]] = {}
+            for record in records:
+                grouped.setdefault(record.obligation_id, []).append(record)
+            self._deliveries, self._deliveries_stamp = grouped, stamp
+        return self._deliveries.get(obligation_id, [])
 
     def waiting_sessions(self) -> list[tuple[ObligationState, InteractionState, float]]:
         "Questions whose session is still waiting in ``ask_human``: (obligation, request, s left)."

@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from regulator.host.channels import ChannelDelivery
 from regulator.policy import Definition
 from regulator.protocol.clock import Clock, system_clock
 from regulator.protocol.entry import validate_entry
@@ -255,6 +256,9 @@ class RemoteInstanceModel(InstanceModel):
 
     def interaction_policy(self) -> InteractionPolicy | None:
         return None
+
+    def channel_deliveries(self, obligation_id: str) -> list[ChannelDelivery]:
+        return []  # the stream carries them, but the room does not show a remote's yet
 
     @property
     def problems(self) -> list[str]:

@@ -117,6 +117,19 @@ class ObligationDetail(Widget):
                 line += " (reminder)"
             text.append_text(plain(line, r))
             text.append("\n")
+        sent = model.channel_deliveries(o.id)
+        if sent:
+            text.append("\nsent to people's channels\n", style="bold")
+            for d in sent:
+                what = "reminder" if d.reminder else "delivery"
+                line = (
+                    f"  {d.at[:19].replace('T', ' ')}  {d.outcome} · {what} {d.delivery} to "
+                    f"{d.person} via {d.channel} ({d.type}: {d.target})"
+                    + (f" · {d.error}" if d.error else "")
+                )
+                style = "bold" if d.outcome != "sent" else ""  # the word says which
+                text.append_text(plain(line, r, style))
+                text.append("\n")
         seen = model.seen.get(o.id)
         if seen:
             text.append(f"\nseen by {', '.join(sorted(seen))}\n", style="italic")
