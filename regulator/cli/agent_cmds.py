@@ -22,6 +22,7 @@ from regulator.host.agent_session import (
     AgentSession,
     find_session,
 )
+from regulator.host.presence import process_start
 from regulator.host.session_units import (
     agent_pid,
     end_session_unit,
@@ -53,11 +54,7 @@ def _session(args: argparse.Namespace, agent: str, key: str | None = None) -> Ag
 def _process_key() -> str:
     """One session per agent process: every call from the same agent joins the same unit."""
     pid = agent_pid()
-    try:
-        started = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        started = "0"
-    return f"p{pid}-{started}"
+    return f"p{pid}-{process_start(pid) or 0}"
 
 
 def _tools(session: AgentSession) -> Any:

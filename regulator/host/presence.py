@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import socket
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
@@ -26,9 +27,16 @@ HEARTBEAT_S = 2.0
 STALE_AFTER_S = 3 * HEARTBEAT_S
 
 
-def _proc_stat(pid: int) -> tuple[str, int] | None:
-    """Process ``pid``'s state letter and start time (clock ticks after boot), from
-    ``/proc/<pid>/stat``; ``None`` where there is no such file (not Linux, or no such pid)."""
+@dataclass(frozen=True)
+class ProcStat:
+    state: str  # R, S, Z, …
+    parent: int
+    start: int  # clock ticks after boot
+
+
+def proc_stat(pid: int) -> ProcStat | None:
+    """Process ``pid``'s state, parent and start time, from ``/proc/<pid>/stat``; ``None``
+    where there is no such file (not Linux, or no such pid)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_bytes()
     except OSError:
@@ -36,15 +44,15 @@ def _proc_stat(pid: int) -> tuple[str, int] | None:
     # Field 2, the command name, is in parentheses and may itself hold spaces and ")".
     fields = stat[stat.rfind(b")") + 1 :].split()
     try:
-        return fields[0].decode("ascii"), int(fields[19])
+        return ProcStat(fields[0].decode("ascii"), int(fields[1]), int(fields[19]))
     except (IndexError, ValueError, UnicodeDecodeError):
         return None
 
 
 def process_start(pid: int) -> int | None:
     """When process ``pid`` started, where ``/proc`` says; ``None`` elsewhere."""
-    stat = _proc_stat(pid)
-    return stat[1] if stat is not None else None
+    stat = proc_stat(pid)
+    return stat.start if stat is not None else None
 
 
 def ended(record: Presence, host: str) -> bool:
@@ -57,13 +65,12 @@ def ended(record: Presence, host: str) -> bool:
         return True
     except OSError:  # PermissionError: it exists, as another user's process
         pass
-    stat = _proc_stat(record.pid)
+    stat = proc_stat(record.pid)
     if stat is None:
         return False
-    state, start = stat
-    if state in ("Z", "X"):  # killed, not yet reaped by its parent
+    if stat.state in ("Z", "X"):  # killed, not yet reaped by its parent
         return True
-    return record.process_start is not None and start != record.process_start
+    return record.process_start is not None and stat.start != record.process_start
 
 
 class PresenceFile:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import orjson
 
+from regulator.host.presence import proc_stat
 from regulator.policy import Definition
 from regulator.policy.workload import Workload, load_workload
 from regulator.protocol.clock import Clock, now_iso, system_clock
@@ -209,18 +210,15 @@ def _ancestors(pid: int) -> list[int]:
     chain = [pid]
     current = pid
     for _ in range(32):
-        try:
-            stat = Path(f"/proc/{current}/stat").read_text()
-        except OSError:
+        stat = proc_stat(current)
+        if stat is None:
             if current == os.getpid():
                 chain.append(os.getppid())
             break
-        # The command name may hold spaces and parentheses: the fields follow the last ')'.
-        parent = int(stat.rsplit(")", 1)[1].split()[1])
-        if parent <= 1:
+        if stat.parent <= 1:
             break
-        chain.append(parent)
-        current = parent
+        chain.append(stat.parent)
+        current = stat.parent
     return chain
 
 

@@ -10,7 +10,6 @@ recovery router can route the attempt by what went wrong even if the session the
 
 from __future__ import annotations
 
-import os
 import subprocess
 import threading
 import time
@@ -49,7 +48,7 @@ from regulator.rules.ledger import Ledger
 from regulator.rules.memory_store import MemoryStore
 from regulator.rules.recovery import cause_from_error
 from regulator.rules.session_journal import Run, SessionJournal, SessionState
-from regulator.store import Layout, locked_log
+from regulator.store import Layout, RecordNotFound, locked_log, read_bytes
 
 Effect = Literal["read-only", "execution", "store", "irreversible", "log"]
 
@@ -80,22 +79,6 @@ def _size(path: Path) -> int:
         return path.lstat().st_size
     except FileNotFoundError:
         return 0
-
-
-def _read_from(path: Path, offset: int) -> bytes:
-    """The bytes of ``path`` from ``offset`` on (a symlink is never followed)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except FileNotFoundError:
-        return b""
-    try:
-        chunks = []
-        while chunk := os.pread(fd, 1 << 20, offset):
-            chunks.append(chunk)
-            offset += len(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
 def _split_note(request: InteractionRequest, recorded: str) -> tuple[str, str]:
@@ -494,7 +477,10 @@ class SessionTools:
         pending = b""
         answer: dict[str, Any] | None = None
         while time.monotonic() < deadline and not self._cancelled():
-            chunk = _read_from(self.layout.signals, offset)
+            try:
+                chunk = read_bytes(self.layout.signals, offset)
+            except RecordNotFound:
+                chunk = b""
             offset += len(chunk)
             lines = (pending + chunk).split(b"\n")
             pending = lines.pop()

@@ -162,8 +162,10 @@ def create_json_exclusive(path: Path, obj: Any) -> None:
     create_bytes_exclusive(path, dumps_pretty(obj))
 
 
-def read_bytes(path: Path) -> bytes:
-    """The whole content of ``path`` (no symlink followed under ``.regulator/``)."""
+def read_bytes(path: Path, offset: int = 0) -> bytes:
+    """The content of ``path`` from byte ``offset`` on (no symlink followed under
+    ``.regulator/``): the whole file by default, or only what was appended since a reader
+    last looked."""
     path = Path(path)
     try:
         fd = open_file(path, os.O_RDONLY)
@@ -175,8 +177,9 @@ def read_bytes(path: Path) -> bytes:
         raise StoreIOError(path, "read", error) from error
     try:
         chunks: list[bytes] = []
-        while chunk := os.read(fd, 1 << 20):
+        while chunk := os.pread(fd, 1 << 20, offset):
             chunks.append(chunk)
+            offset += len(chunk)
         return b"".join(chunks)
     except OSError as error:
         raise StoreIOError(path, "read", error) from error
