@@ -417,3 +417,43 @@ def test_random_lines_at_and_past_their_edges_are_built_alike_or_left_to_pydanti
 ) -> None:
     _tag, data, what = line
     assert_agree(data, what)
+
+
+def test_validation_by_name_keeps_the_fast_path_and_validation_not_by_alias_loses_it() -> None:
+    # Pydantic 2.11-2.13 write both ``validate_by_*`` keys into a model's config when it sets
+    # ``populate_by_name``; the builders read by alias only, so those keys keep a codec. A model
+    # that refuses aliases must not get one: its builder would accept what pydantic refuses.
+    from pydantic import ConfigDict
+    from pydantic.alias_generators import to_camel
+
+    from regulator.protocol.fast_records import Compiler, Unsupported
+
+    class ByName(BaseModel):
+        model_config = ConfigDict(
+            alias_generator=to_camel,
+            extra="forbid",
+            frozen=True,
+            populate_by_name=True,
+            validate_by_alias=True,
+            validate_by_name=True,
+        )
+        unit_id: str
+
+    class NotByAlias(BaseModel):
+        model_config = ConfigDict(
+            alias_generator=to_camel,
+            extra="forbid",
+            validate_by_alias=False,
+            validate_by_name=True,
+        )
+        unit_id: str
+
+    compiler = Compiler()
+    codec = compiler.codec(ByName)
+    assert codec.build({"unitId": "u1"}) == ByName(unit_id="u1")
+    try:
+        compiler.codec(NotByAlias)
+    except Unsupported as exc:
+        assert "NotByAlias" in str(exc)
+    else:
+        raise AssertionError("a model that does not validate by alias was compiled")

@@ -47,8 +47,22 @@ Builder = Callable[[Any], Any]
 Encoder = Callable[[Any], list[Any]]
 
 # Config keys whose effect the compiled checks reproduce; any other key could change what
-# validation accepts (``str_strip_whitespace``, ``validate_by_alias``, …): no fast path then.
-_UNDERSTOOD_CONFIG = frozenset({"alias_generator", "populate_by_name", "extra", "frozen", "title"})
+# validation accepts (``str_strip_whitespace``, ``strict``, …): no fast path then. The compiled
+# builders read fields by alias only and leave any other key to pydantic, so validating by name
+# (``populate_by_name``, ``validate_by_name``) changes nothing they accept; validating *not* by
+# alias would, so ``validate_by_alias`` must stay true. Pydantic 2.11–2.13 writes both
+# ``validate_by_*`` keys into the config of a model that sets ``populate_by_name``.
+_UNDERSTOOD_CONFIG = frozenset(
+    {
+        "alias_generator",
+        "populate_by_name",
+        "validate_by_name",
+        "validate_by_alias",
+        "extra",
+        "frozen",
+        "title",
+    }
+)
 
 # At most 2**10 combinations of optional keys (the widest message has 9 optional fields).
 _MAX_OPTIONAL = 10
@@ -214,7 +228,11 @@ class _Field:
 
 def _fields(model: type[BaseModel]) -> list[_Field]:
     config = model.model_config
-    if set(config) - _UNDERSTOOD_CONFIG or config.get("extra") != "forbid":
+    if (
+        set(config) - _UNDERSTOOD_CONFIG
+        or config.get("extra") != "forbid"
+        or config.get("validate_by_alias", True) is not True
+    ):
         raise Unsupported(f"{model.__name__}: config {dict(config)!r}")
     decorators = model.__pydantic_decorators__
     if (
