@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -318,3 +320,19 @@ def test_accepting_the_text_the_file_already_holds_is_refused(base: Path, tmp_pa
             rationale="r",
         )
     assert state_of(base, oid).status == "open"
+
+
+def test_a_fifo_among_the_identity_files_is_skipped_not_waited_on(tmp_path: Path) -> None:
+    from regulator.host.identity import IDENTITY_DIR, identity_text
+
+    directory = tmp_path / IDENTITY_DIR
+    directory.mkdir(parents=True)
+    (directory / "A.md").write_text("who we are")
+    os.mkfifo(directory / "B.md")  # nobody ever writes it: a blocking read would hang
+    (directory / "C.md").write_text("what we never do")
+    read: list[str | None] = []
+    reader = threading.Thread(target=lambda: read.append(identity_text(tmp_path)), daemon=True)
+    reader.start()
+    reader.join(timeout=30)
+    assert read == ["who we are\nwhat we never do"], "the FIFO was waited on or read"
+    assert identity_text(tmp_path / "elsewhere") is None

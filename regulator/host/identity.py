@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -25,6 +26,38 @@ from regulator.rules.ledger import Actor, Ledger, Transaction
 
 IDENTITY_FILES: tuple[str, ...] = ("IDENTITY.md", "INVARIANTS.md", "GLOSSARY.md", "BOUNDARIES.md")
 IDENTITY_DIR = "regulator/identity"
+
+
+#: The most of the identity files a session's prompt carries.
+PROMPT_IDENTITY_CHARS = 12000
+
+
+def identity_text(root: Path) -> str | None:
+    """The repository's identity files (``regulator/identity/*.md``, by name) joined for a prompt.
+
+    Only regular files are read, each opened non-blocking: a FIFO or device planted under a
+    ``.md`` name is skipped, never waited on. ``None`` when there is nothing to read.
+    """
+    directory = root / IDENTITY_DIR
+    if not directory.is_dir():
+        return None
+    parts: list[str] = []
+    for path in sorted(directory.glob("*.md")):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                continue
+            with os.fdopen(os.dup(fd), "rb") as file:
+                data = file.read(PROMPT_IDENTITY_CHARS * 4 + 4)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        parts.append(data.decode("utf-8", errors="replace"))
+    return "\n".join(parts)[:PROMPT_IDENTITY_CHARS] or None
 
 
 class IdentityRefusal(Refused):

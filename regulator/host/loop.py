@@ -26,6 +26,7 @@ from typing import Literal
 from regulator.host import gitops
 from regulator.host.conventions import discover
 from regulator.host.delivery import route_and_deliver
+from regulator.host.identity import identity_text
 from regulator.host.leases import LeaseError, LeaseStore
 from regulator.host.prompt import Fact, render_prompt
 from regulator.host.sessions import SessionAdapter, SessionResult, SessionRun
@@ -617,14 +618,7 @@ class Loop:
             Fact(s.entry.subject, s.entry.note, s.entry.review_by)
             for s in MemoryStore(self.layout, self.clock).current(unit.unit_type)
         ]
-        identity_dir = self.layout.root / "regulator" / "identity"
-        identity = None
-        if identity_dir.is_dir():
-            parts = [
-                p.read_text(encoding="utf-8", errors="replace")
-                for p in sorted(identity_dir.glob("*.md"))
-            ]
-            identity = "\n".join(parts)[:12000] or None
+        identity = identity_text(self.layout.root)
         return render_prompt(
             contract,
             attempt=attempt,
