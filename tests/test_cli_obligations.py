@@ -471,3 +471,24 @@ def test_two_processes_resolving_one_obligation_exactly_one_wins_each_round(inst
         sum(h.type == "obligation-resolved" for h in o.history) == 1
         for o in log.obligations.values()
     )
+
+
+def test_refusals_and_reads_on_a_new_instance_leave_no_file_behind(instance: Path) -> None:
+    # A refusal writes nothing: not even the empty log its check-then-write section opened.
+    def tree() -> set[str]:
+        return {str(p.relative_to(instance)) for p in (instance / ".regulator").rglob("*")}
+
+    before = tree()
+    refused = [
+        ("obligation", "resolve", "ob-none", "--by", "alice", "--disposition", "accepted",
+         "--rationale", "r"),
+        ("obligation", "ack", "ob-none", "--by", "alice"),
+        ("answer", "ob-none", "--answer", "yes", "--by", "alice"),
+    ]  # fmt: skip
+    for args in refused:
+        result = run_cli(*args, cwd=instance)
+        assert result.returncode == 1 and "no obligation" in result.stderr, args
+        assert tree() == before, args
+    for args in [("status",), ("obligations",), ("attention",), ("effects",), ("deliveries",)]:
+        assert run_cli(*args, cwd=instance).returncode == 0, args
+        assert tree() == before, args

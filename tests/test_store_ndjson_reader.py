@@ -189,6 +189,30 @@ def test_a_removed_log_restarts_and_reads_again_when_it_comes_back(log: Path) ->
     assert reader.refresh().items == [{"n": 2}]
 
 
+def test_an_empty_log_removed_and_made_again_is_read_on_without_a_problem(log: Path) -> None:
+    # A refused write removes the empty log it made; a reader that saw it empty has read
+    # nothing from it, so its going and coming back is no problem to report.
+    log.write_bytes(b"")
+    reader = TailReader(log)
+    reader.refresh()
+    log.unlink()
+    assert not reader.refresh().restarted
+    append_records(log, [{"n": 1}])  # a new inode
+    batch = reader.refresh()
+    assert not batch.restarted and batch.items == [{"n": 1}]
+    assert reader.problems == [] and reader.restarts == 0
+    # And an empty log replaced by another file (a distinct inode: both exist at once).
+    other = log.with_name("other.ndjson")
+    other.write_bytes(b"")
+    fresh = TailReader(other)
+    fresh.refresh()
+    made = other.with_name("made.ndjson")
+    made.write_bytes(b'{"n": 2}\n')
+    made.replace(other)
+    batch = fresh.refresh()
+    assert not batch.restarted and batch.items == [{"n": 2}] and fresh.problems == []
+
+
 def test_max_bytes_splits_a_refresh_without_losing_a_line(log: Path) -> None:
     records = [{"n": n, "pad": "y" * (n % 7)} for n in range(200)]
     append_records(log, records)

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Callable, Iterator
 from functools import partial
@@ -234,6 +235,41 @@ def test_a_refused_check_then_write_leaves_the_log_byte_for_byte_unchanged(layou
         raise RuntimeError("refused after validating")
     assert appender.bytes_written == 0
     assert log.read_bytes() == before
+
+
+def test_a_refusal_on_a_log_that_did_not_exist_leaves_no_file_behind(layout: Layout) -> None:
+    log = layout.signals
+    with pytest.raises(RuntimeError), locked_log(log):
+        raise RuntimeError("refused")
+    with locked_log(log):
+        pass  # a check that found nothing to write
+    assert not log.exists()
+    append_records(log, [{"n": 1}])  # the next writer makes it as usual
+    assert TailReader(log).refresh().items == [{"n": 1}]
+
+
+def test_writers_waiting_on_a_log_a_refusal_made_and_removed_lose_no_line(layout: Layout) -> None:
+    # Each round starts with no file: refusing writers make it and remove it again while the
+    # appending ones wait on the same name. A writer that appended to the removed inode would
+    # lose its line.
+    rounds, per_round = 40, 6
+    for round_ in range(rounds):
+        log = layout.state / f"race-{round_}.ndjson"
+        start = threading.Barrier(per_round)
+
+        def write(n: int, log: Path = log, start: threading.Barrier = start) -> None:
+            start.wait()
+            with locked_log(log) as out:
+                if n % 2:
+                    out.append_records([{"n": n}])
+
+        threads = [threading.Thread(target=write, args=(n,)) for n in range(per_round)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+        got = sorted(item["n"] for item in TailReader(log).refresh().items)
+        assert got == [1, 3, 5], f"round {round_}: {got}"
 
 
 CLAIMER = """

@@ -16,7 +16,7 @@ import json
 import os
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar, cast, overload
@@ -183,16 +183,8 @@ def locked_log(path: Path) -> Iterator[LogAppender]:
     except OSError as error:
         raise StoreIOError(path, "open", error) from error
     try:
-        # O_RDWR, not O_WRONLY: the writer reads the last byte to repair a dead writer's line.
+        fd, made = _lock_at(dir_fd, split)
         try:
-            fd = open_at(dir_fd, split.name, os.O_RDWR | os.O_APPEND | os.O_CREAT, split.path)
-        except StoreError:
-            raise
-        except OSError as error:
-            raise StoreIOError(path, "open", error) from error
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            created = os.fstat(fd).st_size == 0
             appender = LogAppender(fd, split.path)
             try:
                 yield appender
@@ -200,10 +192,17 @@ def locked_log(path: Path) -> Iterator[LogAppender]:
                 if appender.bytes_written:
                     try:
                         os.fsync(fd)
-                        if created:
+                        if made:
                             os.fsync(dir_fd)  # make the new file's name durable too
                     except OSError as error:
                         raise StoreIOError(path, "fsync", error) from error
+                elif made and os.fstat(fd).st_size == 0:
+                    # Nothing was appended (a refusal) to the log this call made, and no writer
+                    # that got the lock first appended either: it goes again, so a refused
+                    # command leaves no file behind. Still under the lock; a writer waiting on
+                    # this inode sees it unlinked and opens the name again.
+                    with suppress(FileNotFoundError):
+                        os.unlink(split.name, dir_fd=dir_fd)
         finally:
             try:
                 fcntl.flock(fd, fcntl.LOCK_UN)
@@ -211,6 +210,46 @@ def locked_log(path: Path) -> Iterator[LogAppender]:
                 os.close(fd)
     finally:
         os.close(dir_fd)
+
+
+def _lock_at(dir_fd: int, split: SplitPath) -> tuple[int, bool]:
+    """The log's descriptor, exclusively locked, and whether this call created the file.
+
+    The lock is only good while the name still points at the locked inode: a writer that made
+    the file and appended nothing removes it again (above), so after the lock is granted the
+    name is checked, and opened again if it moved.
+    """
+    path = split.path
+    # O_RDWR, not O_WRONLY: the writer reads the last byte to repair a dead writer's line.
+    flags = os.O_RDWR | os.O_APPEND
+    while True:
+        made = False
+        try:
+            try:
+                fd = open_at(dir_fd, split.name, flags, path)
+            except FileNotFoundError:
+                try:
+                    fd = open_at(dir_fd, split.name, flags | os.O_CREAT | os.O_EXCL, path)
+                    made = True
+                except FileExistsError:
+                    continue  # another writer made it first
+        except StoreError:
+            raise
+        except OSError as error:
+            raise StoreIOError(path, "open", error) from error
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            locked = os.fstat(fd)
+            try:
+                named = os.stat(split.name, dir_fd=dir_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                named = None
+        except BaseException:
+            os.close(fd)
+            raise
+        if named is not None and (named.st_dev, named.st_ino) == (locked.st_dev, locked.st_ino):
+            return fd, made
+        os.close(fd)  # removed or replaced while this call waited: take the lock again
 
 
 def append_lines(path: Path, lines: Sequence[bytes]) -> None:
@@ -321,7 +360,9 @@ class TailReader(Generic[T]):
         try:
             fd = open_file(self.path, os.O_RDONLY)
         except (FileNotFoundError, NotUnderInstance):
-            if self._identity is not None:
+            # An empty log may go again (a writer that made it and then refused removes it):
+            # with nothing read from it there is nothing to take back and nothing to report.
+            if self._identity is not None and self._read_to > 0:
                 self._restart(batch, REMOVED_MESSAGE)
                 self._identity = None
             self._access_problem = None
@@ -333,7 +374,7 @@ class TailReader(Generic[T]):
             st = os.fstat(fd)
             identity = (st.st_dev, st.st_ino)
             if self._identity is not None and (
-                identity != self._identity
+                (identity != self._identity and self._read_to > 0)
                 or st.st_size < self._read_to
                 or not self._still_ends_a_line(fd)
             ):
