@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from regulator.cli.context import print_json
 from regulator.cli.main import main
@@ -130,6 +132,114 @@ def test_streaming_the_obligations_writes_the_bytes_encoding_the_whole_view_give
     finally:
         sys.stdout = stdout
     assert b"".join(pieces).decode() == out.getvalue()
+
+
+@pytest.fixture
+def busier(busy: Path) -> Path:
+    """``busy`` with questions asked and answered, and secrets in notes, rationales, answers."""
+    from regulator.policy import load_definition
+    from regulator.rules.asking import ask_in
+
+    ledger = Ledger(Layout(busy))
+    policy = load_definition(busy).interaction
+    with ledger.transaction() as txn:
+        asked = [
+            ask_in(
+                txn,
+                policy,
+                kind="choice",
+                subject=f"store {n}",
+                question=f"Which store? {CANARY}" if n == 1 else "Which store?",
+                options=["sqlite", "json"],
+                unit="u1",
+                attempt=1,
+            )
+            for n in range(5)
+        ]
+    with ledger.transaction() as txn:
+        for n, a in enumerate(asked):
+            txn.answer_interaction(
+                a.request.id,
+                outcome="answered",
+                by="alice",
+                channel="cli",
+                answer=f"sqlite {CANARY}" if n == 3 else "sqlite",
+            )
+    opened = list(ledger.refresh().obligations)
+    ledger.acknowledge(opened[0], "alice", note=f"looking {HOSTILE}")
+    ledger.resolve(opened[2], "alice", "fixed", "done with Authorization: Bearer abc123456789xyz")
+    ledger.acknowledge(opened[3], "bob", note="the key: " + "é" * 2500)
+    return busy
+
+
+@pytest.mark.parametrize("batch", [1, 2, 1000])
+def test_streamed_in_batches_the_records_are_redacted_as_the_whole_view_is(
+    busier: Path, batch: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from regulator.views import status
+
+    monkeypatch.setattr(status, "_BATCH", batch)
+    redactor = Redactor.for_layout(Layout(busier))
+    pieces: list[bytes] = []
+    lazy = build_status(busier, _definition(busier), obligations=False)
+    write_status_json(lazy, redactor, pieces.append)
+    whole = build_status(busier, _definition(busier))
+    whole.view["generatedAt"] = lazy.view["generatedAt"]
+    out = io.StringIO()
+    stdout, sys.stdout = sys.stdout, out
+    try:
+        print_json(redacted_view(whole.view, redactor))
+    finally:
+        sys.stdout = stdout
+    text = b"".join(pieces).decode()
+    assert text == out.getvalue()
+    assert CANARY not in text and "abc123456789xyz" not in text
+    assert unsafe_in(text) == []
+    assert len(json.loads(text)["instance"]["interactions"]) == 5
+
+
+def test_a_canary_that_is_a_field_name_is_redacted_as_the_whole_view_redacts_it(
+    busier: Path,
+) -> None:
+    # Every key of a record type is looked at once per type: here one of them is a secret.
+    redactor = Redactor([CANARY, "obligationId"])
+    pieces: list[bytes] = []
+    lazy = build_status(busier, _definition(busier), obligations=False)
+    write_status_json(lazy, redactor, pieces.append)
+    whole = build_status(busier, _definition(busier))
+    whole.view["generatedAt"] = lazy.view["generatedAt"]
+    out = io.StringIO()
+    stdout, sys.stdout = sys.stdout, out
+    try:
+        print_json(redacted_view(whole.view, redactor))
+    finally:
+        sys.stdout = stdout
+    assert b"".join(pieces).decode() == out.getvalue()
+    assert '"obligationId"' not in out.getvalue()
+
+
+_PIECES = ["token", "KEY: ", "sk-", "ghp_", "Bearer ", "://u:p@", "\n", "İ", "\u212a", "é", "x" * 9]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    texts=st.lists(
+        st.lists(st.sampled_from([*_PIECES, CANARY, CANARY[:5], "1234567890"]), max_size=6).map(
+            "".join
+        )
+        | st.text(max_size=12),
+        max_size=8,
+    ),
+    long=st.booleans(),
+)
+def test_the_texts_a_redactor_would_change_are_all_among_its_suspects(
+    texts: list[str], long: bool
+) -> None:
+    redactor = Redactor([CANARY, "second-canary\nwith a newline"])
+    if long:
+        texts = [*texts, "a" * 2001]
+    changed = {t for t in texts if redactor.scrub(t)[0] != t}
+    assert changed <= redactor.suspects(texts)
 
 
 def test_an_instance_without_obligations_streams_an_empty_list(tmp_path: Path) -> None:

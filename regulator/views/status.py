@@ -11,7 +11,7 @@ import gc
 import secrets
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -27,10 +27,14 @@ from regulator.protocol.execution import (
     UnitRecord,
     WorkContract,
 )
+from regulator.protocol.fast_dump import OPAQUE, dumper_for
+from regulator.protocol.fast_dump import dump as _dump
+from regulator.protocol.interaction import InteractionRequest
 from regulator.protocol.manifest import InstanceManifest
 from regulator.protocol.obligations import ObligationState
 from regulator.protocol.text import inert_json_bytes, visible
-from regulator.rules.regulatory_log import RegulatoryLog
+from regulator.rules.regulatory_log import InteractionState, RegulatoryLog
+from regulator.rules.regulatory_log import _answer_json as _answer_json
 from regulator.store import Layout, StoreError, list_dir
 from regulator.store.logs import LogSpec, model_parser, read_log, read_record
 from regulator.views.describe import describe_obligation
@@ -97,14 +101,16 @@ class Status:
 
     view: dict[str, Any]
     obligations: list[ObligationState]
-    #: The view's ``instance.obligations`` left empty, for ``write_status_json`` to fill.
+    #: The view's ``instance.obligations`` and ``instance.interactions`` left empty, for
+    #: ``write_status_json`` to fill.
     lazy: bool = False
+    interactions: list[InteractionState] = field(default_factory=list)
 
 
 def build_status(root: Path, definition: Definition, *, obligations: bool = True) -> Status:
     """The read model of the instance at ``root``. Without ``obligations`` the view leaves out
-    the obligations' JSON (``Status.obligations`` still holds them): the text view does not
-    need it, and ``write_status_json`` makes it one obligation at a time."""
+    the obligations' and interactions' JSON (``Status.obligations`` and ``.interactions`` still
+    hold them): the text view does not need it, and ``write_status_json`` makes it in batches."""
     layout = Layout(root)
     policy_problems: list[str] = []
     policies: dict[str, Any] = {}
@@ -123,7 +129,12 @@ def build_status(root: Path, definition: Definition, *, obligations: bool = True
     log.refresh()
     with _collector_paused():
         view = _view(root, definition, layout, log, policies, policy_problems, obligations)
-    return Status(view, list(log.obligations.values()), lazy=not obligations)
+    return Status(
+        view,
+        list(log.obligations.values()),
+        lazy=not obligations,
+        interactions=list(log.interactions.values()),
+    )
 
 
 def _view(
@@ -166,11 +177,13 @@ def _view(
                 problems.append(problem)
     instance["leases"] = leases
     instance["signals"] = [m.to_json_dict() for m in log.unrouted()]
-    # Without ``obligations``, an empty list holds the key's place for ``write_status_json``.
+    # Without ``obligations``, empty lists hold the keys' places for ``write_status_json``.
     instance["obligations"] = (
         [o.to_json_dict() for o in log.obligations.values()] if obligations else []
     )
-    instance["interactions"] = [i.to_json() for i in log.interactions.values()]
+    instance["interactions"] = (
+        [i.to_json() for i in log.interactions.values()] if obligations else []
+    )
     instance["problems"] = policy_problems + [str(p) for p in log.problems] + problems
     return {
         "generatedAt": now_iso(),
@@ -226,10 +239,8 @@ def render_status_text(status: Status) -> str:
         out.append(f"  lease {v(held['unitId'])} held by {v(held['owner'])} on {v(held['branch'])}")
     out.append(f"obligations: {len(open_)} open of {len(states)}")
     out += [f"  {describe_obligation(o)}".replace("\n", "\n  ") for o in open_]
-    interactions = inst["interactions"]
-    unanswered = sum(
-        1 for i in interactions if not any(a["outcome"] == "answered" for a in i["answers"])
-    )
+    interactions = status.interactions
+    unanswered = sum(1 for i in interactions if not i.answered)
     out.append(f"interactions: {len(interactions)} asked, {unanswered} unanswered")
     out.append(f"unrouted messages: {len(inst['signals'])}")
     for m in inst["signals"]:
@@ -253,6 +264,8 @@ class _Scrubber:
         self.redactor = redactor
         self.scrubbed: dict[str, str] = {}
         self.names: dict[Any, tuple[Any, bool]] = {}
+        #: Per record type: whether its keys and words are left alone (``_static_untouched``).
+        self.static: dict[type[Any], bool] = {}
 
     def text(self, value: str) -> str:
         if len(value) < MIN_CANARY_CHARS:
@@ -337,10 +350,10 @@ def write_status_json(status: Status, redactor: Redactor, write: Callable[[bytes
     """The view as JSON (orjson, indented by two), redacted and inert, written in pieces.
 
     The same bytes as encoding the whole redacted view at once; but when the view was built
-    without its obligations (``build_status(..., obligations=False)``) each obligation is
-    turned into JSON, redacted and written one at a time, so that memory holds the fold and
-    one obligation's JSON, not every obligation's dict and the whole text (hundreds of MB at
-    1,000,000 lines).
+    without its obligations (``build_status(..., obligations=False)``) the obligations and the
+    interactions are turned into JSON in batches (:func:`_write_records`), so that memory holds
+    the fold and one batch's JSON, not every obligation's dict and the whole text (hundreds of
+    MB at 1,000,000 lines).
     """
     scrubber = _Scrubber(redactor)
     view = status.view
@@ -349,37 +362,133 @@ def write_status_json(status: Status, redactor: Redactor, write: Callable[[bytes
         if not status.lazy:
             write(_inert(orjson.dumps(scrubber.walk(view), option=_INDENT) + b"\n"))
             return
-        # A placeholder no record can hold (a fresh random token) marks where the list goes.
-        mark = "obligations-" + secrets.token_hex(16)
+        # Placeholders no record can hold (fresh random tokens) mark where the lists go.
+        marks = {key: f"{key}-{secrets.token_hex(16)}" for key in ("obligations", "interactions")}
         scrubber.walk(view)
-        instance["obligations"] = mark
+        instance.update(marks)
         try:
             encoded = orjson.dumps(view, option=_INDENT)
         finally:
-            instance["obligations"] = []
-        head, tail = encoded.split(b'"' + mark.encode() + b'"')
-        write(_inert(head))
-        if not status.obligations:
-            write(b"[]")
+            instance.update({key: [] for key in marks})
+        lists: list[tuple[int, int, list[Any], _ToJson]] = [
+            (*_span(encoded, marks["obligations"]), status.obligations, _obligation_json),
+            (*_span(encoded, marks["interactions"]), status.interactions, _interaction_json),
+        ]
+        at = 0
+        for start, end, items, to_json in sorted(lists, key=lambda entry: entry[0]):
+            write(_inert(encoded[at:start]))
+            _write_records(items, to_json, scrubber, write)
+            at = end
+        write(_inert(encoded[at:]) + b"\n")
+
+
+def _span(encoded: bytes, mark: str) -> tuple[int, int]:
+    quoted = b'"' + mark.encode() + b'"'
+    start = encoded.index(quoted)
+    return start, start + len(quoted)
+
+
+# What a record dump gives: its JSON shape, its strings appended to the list (``fast_dump``).
+_ToJson = Callable[[Any, list[Any]], dict[str, Any]]
+
+
+def _obligation_json(obligation: ObligationState, strings: list[Any]) -> dict[str, Any]:
+    return _dump(obligation, strings)
+
+
+def _interaction_json(interaction: InteractionState, strings: list[Any]) -> dict[str, Any]:
+    answers = [_answer_json(a) for a in interaction.answers]
+    for answer in answers:
+        strings += answer.values()
+        if not _ANSWER_KEYS.issuperset(answer):
+            strings.append(OPAQUE)  # a key not looked at: walk the record
+    return {"request": _dump(interaction.request, strings), "answers": answers}
+
+
+_ANSWER_KEYS = frozenset({"at", "by", "outcome", "channel", "answer"})
+
+
+def _write_records(
+    items: list[Any], to_json: _ToJson, scrubber: _Scrubber, write: Callable[[bytes], Any]
+) -> None:
+    """``items`` as the JSON list at depth 2 of the view, redacted as ``scrubber.walk`` would.
+
+    A batch's dicts are made with ``fast_dump``, which lists the strings it put in them; the
+    redactor looks at the batch's distinct strings all at once (``Redactor.suspects``), and only
+    a record holding a string it changes, or strings that could not be listed, is walked. Every
+    key and ``Literal`` word of a record type is looked at once per type.
+    """
+    if not items:
+        write(b"[]")
+        return
+    redactor = scrubber.redactor
+    opening = b"["
+    for first in range(0, len(items), _BATCH):
+        batch = items[first : first + _BATCH]
+        strings: list[Any] = []
+        ends: list[int] = []
+        dicts = []
+        for item in batch:
+            dicts.append(to_json(item, strings))
+            ends.append(len(strings))
+        walk = _records_to_walk(batch, strings, ends, redactor, scrubber)
+        for index in walk:
+            scrubber.walk(dicts[index])
+        # The batch inside the same nesting as in the view, so orjson indents it the same.
+        encoded = orjson.dumps({"i": {"o": dicts}}, option=_INDENT)
+        assert encoded.startswith(_NEST_HEAD) and encoded.endswith(_NEST_TAIL)
+        write(_inert(opening + encoded[len(_NEST_HEAD) : -len(_NEST_TAIL)]))
+        opening = b","
+    write(b"\n    ]")
+
+
+def _records_to_walk(
+    batch: list[Any], strings: list[Any], ends: list[int], redactor: Redactor, scrubber: _Scrubber
+) -> list[int]:
+    """The indexes of the records of ``batch`` the redactor could change."""
+    if not all(_static_untouched(type(item), scrubber) for item in batch):
+        return list(range(len(batch)))
+    fresh = set(strings)
+    fresh.discard(None)
+    opaque = OPAQUE in fresh
+    fresh.discard(OPAQUE)
+    texts = list(fresh)
+    if not all(type(t) is str for t in texts):
+        return list(range(len(batch)))  # a field holding what its type does not say
+    changed = {text for text in redactor.suspects(texts) if scrubber.text(text) != text}
+    if not changed and not opaque:
+        return []
+    walk = []
+    start = 0
+    for index, end in enumerate(ends):
+        mine = strings[start:end]
+        if (opaque and OPAQUE in mine) or not changed.isdisjoint(mine):
+            walk.append(index)
+        start = end
+    return walk
+
+
+def _static_untouched(kind: type[Any], scrubber: _Scrubber) -> bool:
+    """Whether no key or word a record of ``kind`` can hold is changed by the redactor (nor,
+    being a secret's name, redacts its value): then only its listed strings need a look."""
+    found = scrubber.static.get(kind)
+    if found is None:
+        if kind is InteractionState:
+            dumper = dumper_for(InteractionRequest)
+            words = dumper.static | {"request", "answers"} | _ANSWER_KEYS
         else:
-            # An item of a list at depth 2 is indented by six spaces, as orjson would.
-            pad = b"\n      "
-            batch: list[bytes] = []
-            size = 0
-            for n, o in enumerate(status.obligations):
-                item = orjson.dumps(scrubber.walk(o.to_json_dict()), option=_INDENT)
-                batch.append((b"[" if n == 0 else b",") + pad + item.replace(b"\n", pad))
-                size += len(item)
-                if size > _WRITE_BYTES:
-                    write(_inert(b"".join(batch)))
-                    batch, size = [], 0
-            batch.append(b"\n    ]")
-            write(_inert(b"".join(batch)))
-        write(_inert(tail) + b"\n")
+            dumper = dumper_for(kind)
+            words = dumper.static
+        found = scrubber.static[kind] = dumper.refused is None and all(
+            scrubber.text(w) == w and not is_secret_name(w) for w in words
+        )
+    return found
 
 
 _INDENT = orjson.OPT_INDENT_2
-_WRITE_BYTES = 1 << 20
+_BATCH = 1000
+_NEST_HEAD = b'{\n  "i": {\n    "o": ['
+_NEST_TAIL = b"\n    ]\n  }\n}"
 
 
 def _inert(encoded: bytes) -> bytes:
