@@ -299,9 +299,11 @@ async def _b7(instance: Path, questions: int) -> dict[str, Any]:
                         result = await asyncio.wait_for(call, 30)
                     except TimeoutError:
                         missed += 1
-                        why.append(
-                            f"{token}: no answer 30 s after the key; screen: {term.text()[-300:]}"
+                        # The whole screen, less blank lines: where the person's key went.
+                        screen = " | ".join(
+                            line.strip() for line in term.text().splitlines() if line.strip()
                         )
+                        why.append(f"{token}: no answer 30 s after the key; screen: {screen}")
                         continue
                     got = time.monotonic()
                     text = "".join(getattr(c, "text", "") for c in result.content)

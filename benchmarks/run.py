@@ -399,6 +399,8 @@ def b7(ctx: Context) -> None:
     row.figure += f" ({r.get('n', 0)} of {r.get('questions')} questions)"
     if r.get("why"):
         row.figure += f"; first miss: {' '.join(r['why'][0].split())[:70]}"
+        for why in r["why"]:  # whole, beside the table: what the screen showed at each miss
+            print(f"B7 miss: {why}", file=sys.stderr, flush=True)
     ctx.rows.append(row)
 
 
