@@ -285,3 +285,19 @@ def _definition(root: Path) -> Any:
     from regulator.policy import load_definition
 
     return load_definition(root)
+
+
+def test_obligations_json_does_not_load_the_policy_loader(busy: Path) -> None:
+    # The policies are not read to list obligations: their loader (and YAML) stay unimported.
+    import subprocess
+
+    probe = (
+        "import sys\n"
+        "from regulator.cli.main import main\n"
+        f"assert main(['obligations', '--json', '--instance', {str(busy)!r}]) == 0\n"
+        "print(sorted(m for m in ('regulator.policy.loader', 'yaml') if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=busy, check=True
+    )
+    assert done.stdout.strip().splitlines()[-1] == "[]"

@@ -5,13 +5,16 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from regulator.cli.errors import CliError
-from regulator.policy import Definition, load_definition
-from regulator.policy.loader import acting_people_check
 from regulator.protocol.text import inert_json
 from regulator.store import Layout, find_instance
+
+if TYPE_CHECKING:
+    # Imported when a command asks for its definition: loading the policy models costs a
+    # tenth of a second that `obligations` and `status --json`'s fold do not need to wait on.
+    from regulator.policy import Definition
 
 
 def instance_root(args: argparse.Namespace) -> Path:
@@ -36,12 +39,16 @@ def layout(args: argparse.Namespace) -> Layout:
 
 
 def definition(args: argparse.Namespace, root: Path | None) -> Definition:
+    from regulator.policy import load_definition
+
     override = getattr(args, "definition", None)
     return load_definition(root, Path(override) if override is not None else None)
 
 
 def acting_definition(args: argparse.Namespace, root: Path) -> Definition:
     """The definition a person acts under: ``--definition`` may not bring other people."""
+    from regulator.policy.loader import acting_people_check
+
     defn = definition(args, root)
     acting_people_check(defn, root)
     return defn
