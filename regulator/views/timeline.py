@@ -25,7 +25,7 @@ the end. Nothing here imports Textual.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, TypeVar, get_args
@@ -116,6 +116,67 @@ class AttemptGroup:
     rows: tuple[TimelineRow, ...]
 
 
+class Replay(Mapping[str, TimelineRow]):
+    """A unit's timeline whose rows are made when first read.
+
+    Every row's ref, kind and attempt is known at once (``refs``, ``kinds``, ``attempts``, in
+    time order): enough to order, group and filter the whole timeline. A row's title, detail
+    and record are built and redacted the first time it is read, by position (:meth:`row`) or
+    by ref (``replay[ref]``), then kept: showing a screenful of a unit's 50,000 records makes
+    a screenful of rows. Iterating yields the refs in time order. Not for two threads at once.
+    """
+
+    __slots__ = ("_done", "_index", "_order", "_redactor", "_rows", "attempts", "kinds", "refs")
+
+    def __init__(
+        self, rows: _Rows, order: list[int], attempts: list[int | None], redactor: Redactor
+    ) -> None:
+        self._rows = rows
+        self._order = order  # position in time order → index in ``rows``
+        self._redactor = redactor
+        self._done: list[TimelineRow | None] = [None] * len(order)
+        entries = rows.entries
+        self.refs: list[str] = [entries[i][2] for i in order]
+        self.kinds: list[TimelineKind] = [entries[i][1] for i in order]
+        self.attempts: list[int | None] = [attempts[i] for i in order]
+        # A ref twice (it should not be) names its last row, as a dict of the rows would.
+        self._index = {ref: n for n, ref in enumerate(self.refs)}
+
+    @classmethod
+    def empty(cls) -> Replay:
+        return cls(_Rows(), [], [], Redactor())
+
+    def row(self, position: int) -> TimelineRow:
+        """The row at ``position`` (time order), finished and redacted."""
+        done = self._done[position]
+        if done is None:
+            index = self._order[position]
+            done = self._rows.finish(index, self.attempts[position], self._redactor)
+            self._done[position] = done
+        return done
+
+    def __getitem__(self, ref: str) -> TimelineRow:
+        return self.row(self._index[ref])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __contains__(self, ref: object) -> bool:
+        return ref in self._index
+
+    @property
+    def finished(self) -> int:
+        """How many rows have been made (and redacted) so far."""
+        return len(self._done) - self._done.count(None)
+
+    def rows(self) -> list[TimelineRow]:
+        """Every row, in time order (each finished now if it was not yet)."""
+        return [self.row(n) for n in range(len(self._order))]
+
+
 # --- building -------------------------------------------------------------------------------
 
 
@@ -129,7 +190,34 @@ class _Draft:
     ref: str
     rank: int = _RANK_CONTENT
     attempt: int | None = None  # known from the record (or a record it cites)
-    moment: datetime | None = None
+
+
+# Makes a row's (title, detail, record) when the row is first read.
+_Maker = Callable[..., tuple[str, str, dict[str, Any]]]
+
+
+# One row as gathered: (at, kind, ref, attempt, rank, maker, source). With no maker, source
+# is (title, detail, record) as they are; else the arguments its maker makes them from. A tuple
+# a row: a unit's tens of thousands of obligation events cost an append each until shown.
+_Entry = tuple[str, TimelineKind, str, int | None, int, _Maker | None, tuple[Any, ...]]
+
+
+class _Rows:
+    __slots__ = ("entries",)
+
+    def __init__(self) -> None:
+        self.entries: list[_Entry] = []
+
+    def add(self, draft: _Draft) -> None:
+        source = (draft.title, draft.detail, draft.record)
+        self.entries.append(
+            (draft.at, draft.kind, draft.ref, draft.attempt, draft.rank, None, source)
+        )
+
+    def finish(self, index: int, attempt: int | None, redactor: Redactor) -> TimelineRow:
+        at, kind, ref, _, _, maker, source = self.entries[index]
+        title, detail, record = maker(*source) if maker is not None else source
+        return _finish(at, kind, attempt, ref, title, detail, record, redactor)
 
 
 @dataclass(slots=True)
@@ -172,14 +260,14 @@ def _short(ident: str) -> str:
 class _Builder:
     def __init__(self, unit_id: str) -> None:
         self.unit_id = unit_id
-        self.drafts: list[_Draft] = []
+        self.rows = _Rows()
         # Ids of records that carry an attempt (decisions, evidence, verdicts), and obligations
         # opened by a question asked in an attempt: what an obligation or message cites.
         self.links: dict[str, int] = {}
         self.spans: dict[int, _Span] = {}
 
     def add(self, draft: _Draft) -> None:
-        self.drafts.append(draft)
+        self.rows.add(draft)
 
     # -- execution store -----------------------------------------------------------------
 
@@ -445,13 +533,42 @@ class _Builder:
             )
             for index, answer in enumerate(state.answers):
                 self.add(self._answer(request.id, request.kind, index, answer))
+        append = self.rows.entries.append
         for message in log.messages.values():
             if _names(message, unit_id):
-                self.add(self._message(message))
+                # An audit finding shares its verdict's id, an escalation's signal its
+                # decision's.
+                attempt = self.links.get(message.id)
+                ref = f"message:{message.id}"
+                kind: TimelineKind = "message"
+                append(
+                    (
+                        message.timestamp,
+                        kind,
+                        ref,
+                        attempt,
+                        _RANK_CONTENT,
+                        _message_text,
+                        (message,),
+                    )
+                )
+        # Only what orders, groups and filters an event is read now, its text when it is shown.
+        # The fold may go on meanwhile: the text reads the fields an obligation was opened
+        # with, and its events, which the fold never changes.
         for obligation in log.obligations.values():
             if obligation.unit == unit_id:
                 for event in obligation.history:
-                    self.add(self._obligation_event(obligation, event))
+                    if isinstance(event, ObligationOpened):
+                        kind = "obligation"
+                        attempt = self._cited_attempt(obligation)
+                    else:
+                        kind = (
+                            "delivery" if isinstance(event, ObligationDelivered) else "obligation"
+                        )
+                        attempt = None
+                    ref = f"obligation-event:{event.id}"
+                    pair = (obligation, event)
+                    append((event.at, kind, ref, attempt, _RANK_CONTENT, _obligation_text, pair))
 
     def _answer(self, request_id: str, kind: str, index: int, answer: Answer) -> _Draft:
         by = _flat(answer.by)
@@ -487,65 +604,6 @@ class _Builder:
             record,
             f"interaction-answer:{request_id}:{index + 1}",
         )
-
-    def _message(self, message: VsmMessage) -> _Draft:
-        severity = getattr(message, "severity", None)
-        if isinstance(message, UncertaintySignal):
-            severity = f"impact {message.impact}"
-        return _Draft(
-            message.timestamp,
-            "message",
-            f"{message.kind} from {message.source}" + (f" ({severity})" if severity else ""),
-            _join(_flat(message.subject), _first(_message_body(message))),
-            message.to_json_dict(),
-            f"message:{message.id}",
-            # An audit finding shares its verdict's id, an escalation's signal its decision's.
-            attempt=self.links.get(message.id),
-        )
-
-    def _obligation_event(self, state: ObligationState, event: ObligationEvent) -> _Draft:
-        head = f"{_short(state.id)} {_flat(state.subject)}"
-        record = event.to_json_dict()
-        ref = f"obligation-event:{event.id}"
-        by = _flat(event.by)
-        match event:
-            case ObligationOpened():
-                veto = " veto" if state.blocks else ""
-                return _Draft(
-                    event.at,
-                    "obligation",
-                    f"obligation-opened by {by} ({state.severity}{veto} → {state.consumer})",
-                    _join(
-                        f"{_short(state.id)} {state.concern}: {_flat(state.subject)}",
-                        _first(state.question),
-                    ),
-                    record,
-                    ref,
-                    attempt=self._cited_attempt(state),
-                )
-            case ObligationDelivered():
-                verb = "reminded" if event.reminder else "delivered"
-                target = _flat(event.target)
-                return _Draft(
-                    event.at,
-                    "delivery",
-                    f"{verb} via {event.channel}"
-                    + (f" to {target}" if target and target != event.channel else ""),
-                    head,
-                    record,
-                    ref,
-                )
-            case ObligationAcknowledged():
-                title, body = f"obligation-acknowledged by {by}", event.note
-            case ObligationResolved():
-                title = f"obligation-resolved by {by} ({event.disposition})"
-                body = event.rationale
-            case ObligationEscalated() | ObligationSuperseded():
-                title = f"{event.type} by {by} → {_short(event.successor)}"
-                body = event.rationale
-            case _:  # message-noted never lands in an obligation's history
-                title, body = f"{event.type} by {by}", None
-        return _Draft(event.at, "obligation", title, _join(head, _first(body)), record, ref)
 
     def _cited_attempt(self, state: ObligationState) -> int | None:
         if state.id in self.links:
@@ -609,52 +667,128 @@ class _Builder:
 
     # -- placing -------------------------------------------------------------------------
 
-    def rows(self, redactor: Redactor) -> list[TimelineRow]:
+    def replay(self, redactor: Redactor) -> Replay:
+        entries = self.rows.entries
+        last = float("inf")
+        # Parsed (so that an offset or a missing fraction still sorts right), each distinct
+        # time once: the events of one transaction share theirs. A time that does not parse
+        # goes last.
+        parsed: dict[str, float] = {}
+        times: list[float] = []
+        for at in [entry[0] for entry in entries]:
+            stamp = parsed.get(at)
+            if stamp is None:
+                moment = _time(at)
+                stamp = parsed[at] = last if moment is None else moment.timestamp()
+            times.append(stamp)
+        attempts = [entry[3] for entry in entries]
         spans = sorted(self.spans.values(), key=lambda s: (s.start, s.attempt))
-        for draft in self.drafts:
-            draft.moment = _time(draft.at)
-            if draft.attempt is None and draft.moment is not None:
-                draft.attempt = _attempt_at(spans, draft.moment)
-        order = sorted(range(len(self.drafts)), key=lambda i: _sort_key(self.drafts[i], i))
-        return [_finish(self.drafts[i], redactor) for i in order]
+        if spans:
+            bounds = [
+                (s.attempt, s.start.timestamp(), last if s.end is None else s.end.timestamp())
+                for s in spans
+            ]
+            for index, stamp in enumerate(times):
+                if attempts[index] is None and stamp != last:
+                    attempts[index] = _attempt_at(bounds, stamp)
+        # Time first; on a tie the earlier attempt's rows, within one attempt its start,
+        # contents, end; then the order the records were read in. Stable sorts, the least
+        # significant key first, each on a plain number (a tuple a row costs twice as much).
+        order = list(range(len(times)))
+        ranks = [entry[4] for entry in entries]
+        if any(rank != _RANK_CONTENT for rank in ranks):
+            order.sort(key=ranks.__getitem__)
+        if spans or any(attempt is not None for attempt in attempts):
+            by_attempt = [last if a is None else float(a) for a in attempts]
+            order.sort(key=by_attempt.__getitem__)
+        order.sort(key=times.__getitem__)
+        return Replay(self.rows, order, attempts, redactor)
 
 
-def _attempt_at(spans: Sequence[_Span], moment: datetime) -> int | None:
-    """The attempt under way at ``moment``, else the next one to start, else None."""
-    inside = [s for s in spans if s.start <= moment and (s.end is None or moment <= s.end)]
+def _message_text(message: VsmMessage) -> tuple[str, str, dict[str, Any]]:
+    severity = getattr(message, "severity", None)
+    if isinstance(message, UncertaintySignal):
+        severity = f"impact {message.impact}"
+    return (
+        f"{message.kind} from {message.source}" + (f" ({severity})" if severity else ""),
+        _join(_flat(message.subject), _first(_message_body(message))),
+        message.to_json_dict(),
+    )
+
+
+def _obligation_text(
+    state: ObligationState, event: ObligationEvent
+) -> tuple[str, str, dict[str, Any]]:
+    head = f"{_short(state.id)} {_flat(state.subject)}"
+    record = event.to_json_dict()
+    by = _flat(event.by)
+    match event:
+        case ObligationOpened():
+            veto = " veto" if state.blocks else ""
+            return (
+                f"obligation-opened by {by} ({state.severity}{veto} → {state.consumer})",
+                _join(
+                    f"{_short(state.id)} {state.concern}: {_flat(state.subject)}",
+                    _first(state.question),
+                ),
+                record,
+            )
+        case ObligationDelivered():
+            verb = "reminded" if event.reminder else "delivered"
+            target = _flat(event.target)
+            title = f"{verb} via {event.channel}" + (
+                f" to {target}" if target and target != event.channel else ""
+            )
+            return title, head, record
+        case ObligationAcknowledged():
+            title, body = f"obligation-acknowledged by {by}", event.note
+        case ObligationResolved():
+            title = f"obligation-resolved by {by} ({event.disposition})"
+            body = event.rationale
+        case ObligationEscalated() | ObligationSuperseded():
+            title = f"{event.type} by {by} → {_short(event.successor)}"
+            body = event.rationale
+        case _:  # message-noted never lands in an obligation's history
+            title, body = f"{event.type} by {by}", None
+    return title, _join(head, _first(body)), record
+
+
+def _attempt_at(spans: Sequence[tuple[int, float, float]], moment: float) -> int | None:
+    """The attempt under way at ``moment``, else the next one to start, else None.
+
+    ``spans``: (attempt, start, end) in order of start; an attempt not ended ends at inf."""
+    inside = [n for n, start, end in spans if start <= moment <= end]
     if inside:
-        return inside[-1].attempt  # overlapping attempts should not exist: the later start
-    for span in spans:
-        if span.start > moment:
-            return span.attempt
+        return inside[-1]  # overlapping attempts should not exist: the later start
+    for n, start, _ in spans:
+        if start > moment:
+            return n
     return None
 
 
-def _sort_key(draft: _Draft, index: int) -> tuple[int, float, float, int, int]:
-    # Time first (parsed, so that an offset or a missing fraction still sorts right); on a tie
-    # the earlier attempt's rows, within one attempt its start, contents, end; then the order
-    # the records were read in. A row whose time does not parse goes last.
-    moment = draft.moment
-    attempt = float("inf") if draft.attempt is None else float(draft.attempt)
-    if moment is None:
-        return (1, 0.0, attempt, draft.rank, index)
-    return (0, moment.timestamp(), attempt, draft.rank, index)
-
-
-def _finish(draft: _Draft, redactor: Redactor) -> TimelineRow:
-    title, t_removed = redactor.scrub(draft.title)
-    detail, d_removed = redactor.scrub(draft.detail)
-    record, r_removed = redactor.scrub_json(draft.record)
+def _finish(
+    at: str,
+    kind: TimelineKind,
+    attempt: int | None,
+    ref: str,
+    title: str,
+    detail: str,
+    raw: dict[str, Any],
+    redactor: Redactor,
+) -> TimelineRow:
+    title, t_removed = redactor.scrub(title)
+    detail, d_removed = redactor.scrub(detail)
+    record, r_removed = redactor.scrub_json(raw)
     if len(detail) > DETAIL_CHARS:
         detail = detail[: DETAIL_CHARS - 1] + "…"
     return TimelineRow(
-        at=draft.at,
-        kind=draft.kind,
+        at=at,
+        kind=kind,
         title=visible(title),
         detail=visible(detail),
-        attempt=draft.attempt,
+        attempt=attempt,
         record=record if isinstance(record, dict) else {"redacted": record},
-        ref=draft.ref,
+        ref=ref,
         redacted=t_removed or d_removed or r_removed,
     )
 
@@ -727,7 +861,37 @@ def unit_timeline(
     Readers passed in are used as they stand; the others are opened here and read whole.
     ``redactor`` defaults to the instance's (its canaries and every credential shape).
     Raises ``InvalidUnitId`` for an id that could not be a unit's; a unit with no records
-    has an empty timeline.
+    has an empty timeline. :func:`unit_replay` gives the same rows, each made when read.
+    """
+    return unit_replay(
+        layout,
+        unit_id,
+        log=log,
+        audit=audit,
+        store=store,
+        memory=memory,
+        effects=effects,
+        redactor=redactor,
+    ).rows()
+
+
+def unit_replay(
+    layout: Layout,
+    unit_id: str,
+    *,
+    log: RegulatoryLog | None = None,
+    audit: AuditLog | None = None,
+    store: ExecutionStore | None = None,
+    memory: MemoryStore | None = None,
+    effects: EffectJournal | None = None,
+    redactor: Redactor | None = None,
+) -> Replay:
+    """:func:`unit_timeline` as a :class:`Replay`: ordered, grouped and filterable at once,
+    each row's text made (and redacted) when the row is first read.
+
+    A row reads its records when it is finished, but only what the fold never changes (an
+    obligation's fields as opened, its events, messages): the readers may be refreshed
+    meanwhile.
     """
     check_unit_id(unit_id)
     if log is None:
@@ -740,7 +904,7 @@ def unit_timeline(
     builder.regulatory(log)
     builder.memory(memory if memory is not None else MemoryStore(layout))
     builder.effects(effects if effects is not None else EffectJournal(layout))
-    return builder.rows(redactor if redactor is not None else Redactor.for_layout(layout))
+    return builder.replay(redactor if redactor is not None else Redactor.for_layout(layout))
 
 
 @dataclass(frozen=True, slots=True)

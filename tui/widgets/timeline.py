@@ -1,18 +1,19 @@
 """The inspector's timeline: a unit's replay, grouped by attempt, rendered a screenful at a time.
 
-The rows are kept as data (``TimelineRow``) and a line is made only when it scrolls into view,
-so a unit with 50,000 records costs what a screenful costs to show.
+The replay (``Replay``) knows every row's ref, kind and attempt, which is all the table needs to
+order, group and filter them; a row's text and record are made (and redacted) when it scrolls
+into view, so a unit with 50,000 records costs what a screenful costs to show.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from rich.text import Text
 
 from regulator.views.redaction import Redactor
-from regulator.views.timeline import TimelineRow
+from regulator.views.timeline import Replay
 
 from ..keys import TimelineKey
 from ..render import plain
@@ -52,26 +53,41 @@ class TimelineTable(RowTable[TimelineKey]):
             **kw,
         )
         self.redactor = redactor
-        self.rows: dict[str, TimelineRow] = {}
+        self.rows: Replay = Replay.empty()
         self.kinds: set[str] = set()
         self.FLEX_MIN = 30
 
-    def show(self, rows: dict[str, TimelineRow], kinds: set[str] | None = None) -> None:
-        """Show ``rows`` (time order), only ``kinds`` when given, a header per attempt."""
+    @staticmethod
+    def keys_for(rows: Replay, kinds: Collection[str] = ()) -> list[TimelineKey]:
+        """The table's keys for ``rows``: only ``kinds`` when given, a header per attempt.
+
+        Reads no row's text (any thread may call it, a worker before ``show``)."""
+        keys: list[TimelineKey] = []
+        current: int | str | None = "start"
+        for ref, kind, attempt in zip(rows.refs, rows.kinds, rows.attempts, strict=True):
+            if kinds and kind not in kinds:
+                continue
+            if attempt != current:
+                # A group header where the attempt changes: the replay reads attempt by attempt.
+                keys.append(TimelineKey(f"group-{len(keys)}", attempt, group=True))
+                current = attempt
+            keys.append(TimelineKey(ref, attempt))
+        return keys
+
+    def show(
+        self,
+        rows: Replay,
+        kinds: set[str] | None = None,
+        *,
+        keys: list[TimelineKey] | None = None,
+    ) -> None:
+        """Show ``rows`` (time order), only ``kinds`` when given, a header per attempt.
+
+        ``keys``: ``keys_for(rows, kinds)`` made beforehand (on a worker)."""
         self.rows = rows
         if kinds is not None:
             self.kinds = kinds
-        keys: list[TimelineKey] = []
-        current: int | str | None = "start"
-        for ref, r in rows.items():
-            if self.kinds and r.kind not in self.kinds:
-                continue
-            if r.attempt != current:
-                # A group header where the attempt changes: the replay reads attempt by attempt.
-                keys.append(TimelineKey(f"group-{len(keys)}", r.attempt, group=True))
-                current = r.attempt
-            keys.append(TimelineKey(ref, r.attempt))
-        self.set_rows(keys)
+        self.set_rows(keys if keys is not None else self.keys_for(rows, self.kinds))
 
     def render_row(self, key: TimelineKey) -> Sequence[Text]:
         if key.group:
