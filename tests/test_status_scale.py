@@ -120,7 +120,7 @@ def test_streaming_the_obligations_writes_the_bytes_encoding_the_whole_view_give
     busy: Path,
 ) -> None:
     redactor = Redactor.for_layout(Layout(busy))
-    pieces: list[bytes] = []
+    pieces: list[bytes | memoryview] = []
     lazy = build_status(busy, _definition(busy), obligations=False)
     write_status_json(lazy, redactor, pieces.append)
     whole = build_status(busy, _definition(busy))
@@ -180,7 +180,7 @@ def test_streamed_in_batches_the_records_are_redacted_as_the_whole_view_is(
 
     monkeypatch.setattr(status, "_BATCH", batch)
     redactor = Redactor.for_layout(Layout(busier))
-    pieces: list[bytes] = []
+    pieces: list[bytes | memoryview] = []
     lazy = build_status(busier, _definition(busier), obligations=False)
     write_status_json(lazy, redactor, pieces.append)
     whole = build_status(busier, _definition(busier))
@@ -203,7 +203,7 @@ def test_a_canary_that_is_a_field_name_is_redacted_as_the_whole_view_redacts_it(
 ) -> None:
     # Every key of a record type is looked at once per type: here one of them is a secret.
     redactor = Redactor([CANARY, "obligationId"])
-    pieces: list[bytes] = []
+    pieces: list[bytes | memoryview] = []
     lazy = build_status(busier, _definition(busier), obligations=False)
     write_status_json(lazy, redactor, pieces.append)
     whole = build_status(busier, _definition(busier))

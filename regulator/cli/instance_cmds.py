@@ -83,7 +83,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         out = getattr(sys.stdout, "buffer", None)
         sys.stdout.flush()
         write_status_json(
-            status, redactor, out.write if out is not None else lambda b: print(b.decode(), end="")
+            status,
+            redactor,
+            out.write if out is not None else lambda b: print(bytes(b).decode(), end=""),
         )
     else:
         text = render_status_text(status)
