@@ -28,7 +28,7 @@ from regulator.protocol.execution import (
     WorkContract,
 )
 from regulator.protocol.fast_dump import OPAQUE, dumper_for
-from regulator.protocol.fast_dump import dump as _dump
+from regulator.protocol.fast_dump import dump as _dump  # any record type
 from regulator.protocol.interaction import InteractionRequest
 from regulator.protocol.manifest import InstanceManifest
 from regulator.protocol.obligations import ObligationState
@@ -374,7 +374,8 @@ def write_status_json(
         finally:
             instance.update({key: [] for key in marks})
         lists: list[tuple[int, int, list[Any], _ToJson]] = [
-            (*_span(encoded, marks["obligations"]), status.obligations, _obligation_json),
+            # Any record is dumped right by it: another type falls back to pydantic's dump.
+            (*_span(encoded, marks["obligations"]), status.obligations, _obligation_dump()),
             (*_span(encoded, marks["interactions"]), status.interactions, _interaction_json),
         ]
         at = 0
@@ -395,8 +396,8 @@ def _span(encoded: bytes, mark: str) -> tuple[int, int]:
 _ToJson = Callable[[Any, list[Any]], dict[str, Any]]
 
 
-def _obligation_json(obligation: ObligationState, strings: list[Any]) -> dict[str, Any]:
-    return _dump(obligation, strings)
+def _obligation_dump() -> _ToJson:
+    return dumper_for(ObligationState).dump
 
 
 def _interaction_json(interaction: InteractionState, strings: list[Any]) -> dict[str, Any]:
