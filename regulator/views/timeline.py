@@ -234,6 +234,25 @@ def _time(text: str) -> datetime | None:
         return None
 
 
+def _stamp(text: str, unparsed: float) -> float:
+    """``_time(text)`` as seconds since the epoch, ``unparsed`` when it does not parse.
+
+    Python 3.11 reads a trailing ``Z`` itself: the stored form goes straight through, anything
+    else the way :func:`parse_iso` reads it."""
+    try:
+        moment = _fromisoformat(text)
+    except (ValueError, TypeError):
+        moment = None
+    if moment is None or moment.tzinfo is None or "Z" in text[:-1]:
+        moment = _time(text)
+        if moment is None:
+            return unparsed
+    return moment.timestamp()
+
+
+_fromisoformat = datetime.fromisoformat
+
+
 def _flat(text: str | None) -> str:
     """A subject or a name on one line (its whitespace runs, newlines too, as one space)."""
     return " ".join(text.split()) if text else ""
@@ -670,17 +689,9 @@ class _Builder:
     def replay(self, redactor: Redactor) -> Replay:
         entries = self.rows.entries
         last = float("inf")
-        # Parsed (so that an offset or a missing fraction still sorts right), each distinct
-        # time once: the events of one transaction share theirs. A time that does not parse
-        # goes last.
-        parsed: dict[str, float] = {}
-        times: list[float] = []
-        for at in [entry[0] for entry in entries]:
-            stamp = parsed.get(at)
-            if stamp is None:
-                moment = _time(at)
-                stamp = parsed[at] = last if moment is None else moment.timestamp()
-            times.append(stamp)
+        # Parsed (so that an offset or a missing fraction still sorts right); a time that does
+        # not parse goes last.
+        times = [_stamp(entry[0], last) for entry in entries]
         attempts = [entry[3] for entry in entries]
         spans = sorted(self.spans.values(), key=lambda s: (s.start, s.attempt))
         if spans:
