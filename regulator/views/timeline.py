@@ -131,14 +131,14 @@ class Replay(Mapping[str, TimelineRow]):
     def __init__(
         self, rows: _Rows, order: list[int], attempts: list[int | None], redactor: Redactor
     ) -> None:
-        self._rows = rows
-        self._order = order  # position in time order → index in ``rows``
+        # Tuples of strings and numbers (see ``_Sealed``).
+        self._rows = rows.sealed()
+        self._order = tuple(order)  # position in time order → index in ``rows``
         self._redactor = redactor
-        self._done: list[TimelineRow | None] = [None] * len(order)
-        entries = rows.entries
-        self.refs: list[str] = [entries[i][2] for i in order]
-        self.kinds: list[TimelineKind] = [entries[i][1] for i in order]
-        self.attempts: list[int | None] = [attempts[i] for i in order]
+        self._done: dict[int, TimelineRow] = {}
+        self.refs: tuple[str, ...] = tuple([rows.refs[i] for i in order])
+        self.kinds: tuple[TimelineKind, ...] = tuple([rows.kinds[i] for i in order])
+        self.attempts: tuple[int | None, ...] = tuple([attempts[i] for i in order])
         # A ref twice (it should not be) names its last row, as a dict of the rows would.
         self._index = {ref: n for n, ref in enumerate(self.refs)}
 
@@ -148,7 +148,7 @@ class Replay(Mapping[str, TimelineRow]):
 
     def row(self, position: int) -> TimelineRow:
         """The row at ``position`` (time order), finished and redacted."""
-        done = self._done[position]
+        done = self._done.get(position)
         if done is None:
             index = self._order[position]
             done = self._rows.finish(index, self.attempts[position], self._redactor)
@@ -170,7 +170,7 @@ class Replay(Mapping[str, TimelineRow]):
     @property
     def finished(self) -> int:
         """How many rows have been made (and redacted) so far."""
-        return len(self._done) - self._done.count(None)
+        return len(self._done)
 
     def rows(self) -> list[TimelineRow]:
         """Every row, in time order (each finished now if it was not yet)."""
@@ -192,31 +192,78 @@ class _Draft:
     attempt: int | None = None  # known from the record (or a record it cites)
 
 
-# Makes a row's (title, detail, record) when the row is first read.
-_Maker = Callable[..., tuple[str, str, dict[str, Any]]]
-
-
-# One row as gathered: (at, kind, ref, attempt, rank, maker, source). With no maker, source
-# is (title, detail, record) as they are; else the arguments its maker makes them from. A tuple
-# a row: a unit's tens of thousands of obligation events cost an append each until shown.
-_Entry = tuple[str, TimelineKind, str, int | None, int, _Maker | None, tuple[Any, ...]]
+# Where a row's text comes from: ``_Rows.sources`` holds ``position * 3 + list``.
+_EAGER, _EVENT, _MESSAGE = range(3)
 
 
 class _Rows:
-    __slots__ = ("entries",)
+    """The rows gathered: a list per field holding strings and numbers only, and the records
+    the bulk rows are made from in lists of their own.
+
+    Nothing a row is an object the cycle collector walks: at 50,000 rows, every one would be
+    walked again at each collection while they are built, and again later on the UI thread.
+    """
+
+    __slots__ = (
+        "ats",
+        "attempts",
+        "eager",
+        "events",
+        "kinds",
+        "messages",
+        "obligations",
+        "ranks",
+        "refs",
+        "sources",
+    )
 
     def __init__(self) -> None:
-        self.entries: list[_Entry] = []
+        self.ats: list[str] = []
+        self.kinds: list[TimelineKind] = []
+        self.refs: list[str] = []
+        self.attempts: list[int | None] = []
+        self.ranks: list[int] = []
+        self.sources: list[int] = []
+        self.eager: list[tuple[str, str, dict[str, Any]]] = []  # (title, detail, record)
+        self.obligations: list[ObligationState] = []  # with ``events``: an event, its obligation
+        self.events: list[ObligationEvent] = []
+        self.messages: list[VsmMessage] = []
+
+    def sealed(self) -> _Sealed:
+        return _Sealed(self)
 
     def add(self, draft: _Draft) -> None:
-        source = (draft.title, draft.detail, draft.record)
-        self.entries.append(
-            (draft.at, draft.kind, draft.ref, draft.attempt, draft.rank, None, source)
-        )
+        self.ats.append(draft.at)
+        self.kinds.append(draft.kind)
+        self.refs.append(draft.ref)
+        self.attempts.append(draft.attempt)
+        self.ranks.append(draft.rank)
+        self.sources.append(len(self.eager) * 3 + _EAGER)
+        self.eager.append((draft.title, draft.detail, draft.record))
+
+
+class _Sealed:
+    """Gathered rows kept for making them later: their fields as tuples of strings and numbers,
+    which the cycle collector stops walking after its first look (a list it would walk, every
+    entry, at every full collection)."""
+
+    __slots__ = ("ats", "eager", "events", "kinds", "messages", "obligations", "refs", "sources")
+
+    def __init__(self, rows: _Rows) -> None:
+        self.ats, self.kinds, self.refs = tuple(rows.ats), tuple(rows.kinds), tuple(rows.refs)
+        self.sources = tuple(rows.sources)
+        self.eager, self.messages = rows.eager, rows.messages
+        self.obligations, self.events = rows.obligations, rows.events
 
     def finish(self, index: int, attempt: int | None, redactor: Redactor) -> TimelineRow:
-        at, kind, ref, _, _, maker, source = self.entries[index]
-        title, detail, record = maker(*source) if maker is not None else source
+        n, which = divmod(self.sources[index], 3)
+        if which == _EVENT:
+            title, detail, record = _obligation_text(self.obligations[n], self.events[n])
+        elif which == _MESSAGE:
+            title, detail, record = _message_text(self.messages[n])
+        else:
+            title, detail, record = self.eager[n]
+        at, kind, ref = self.ats[index], self.kinds[index], self.refs[index]
         return _finish(at, kind, attempt, ref, title, detail, record, redactor)
 
 
@@ -552,42 +599,42 @@ class _Builder:
             )
             for index, answer in enumerate(state.answers):
                 self.add(self._answer(request.id, request.kind, index, answer))
-        append = self.rows.entries.append
+        # Only what orders, groups and filters a row is read now, its text when it is shown.
+        # The fold may go on meanwhile: the text reads a message, an event, and the fields an
+        # obligation was opened with, none of which the fold changes.
+        rows = self.rows
+        ats, kinds, refs = rows.ats.append, rows.kinds.append, rows.refs.append
+        attempts, ranks, sources = rows.attempts.append, rows.ranks.append, rows.sources.append
+        messages = rows.messages
         for message in log.messages.values():
             if _names(message, unit_id):
+                ats(message.timestamp)
+                kinds("message")
+                refs(f"message:{message.id}")
                 # An audit finding shares its verdict's id, an escalation's signal its
                 # decision's.
-                attempt = self.links.get(message.id)
-                ref = f"message:{message.id}"
-                kind: TimelineKind = "message"
-                append(
-                    (
-                        message.timestamp,
-                        kind,
-                        ref,
-                        attempt,
-                        _RANK_CONTENT,
-                        _message_text,
-                        (message,),
-                    )
-                )
-        # Only what orders, groups and filters an event is read now, its text when it is shown.
-        # The fold may go on meanwhile: the text reads the fields an obligation was opened
-        # with, and its events, which the fold never changes.
+                attempts(self.links.get(message.id))
+                ranks(_RANK_CONTENT)
+                sources(len(messages) * 3 + _MESSAGE)
+                messages.append(message)
+        obligations, events = rows.obligations, rows.events
         for obligation in log.obligations.values():
             if obligation.unit == unit_id:
                 for event in obligation.history:
+                    ats(event.at)
+                    refs(f"obligation-event:{event.id}")
                     if isinstance(event, ObligationOpened):
-                        kind = "obligation"
-                        attempt = self._cited_attempt(obligation)
+                        kinds("obligation")
+                        attempts(self._cited_attempt(obligation))
                     else:
-                        kind = (
+                        kinds(
                             "delivery" if isinstance(event, ObligationDelivered) else "obligation"
                         )
-                        attempt = None
-                    ref = f"obligation-event:{event.id}"
-                    pair = (obligation, event)
-                    append((event.at, kind, ref, attempt, _RANK_CONTENT, _obligation_text, pair))
+                        attempts(None)
+                    ranks(_RANK_CONTENT)
+                    sources(len(events) * 3 + _EVENT)
+                    obligations.append(obligation)
+                    events.append(event)
 
     def _answer(self, request_id: str, kind: str, index: int, answer: Answer) -> _Draft:
         by = _flat(answer.by)
@@ -687,12 +734,12 @@ class _Builder:
     # -- placing -------------------------------------------------------------------------
 
     def replay(self, redactor: Redactor) -> Replay:
-        entries = self.rows.entries
+        rows = self.rows
         last = float("inf")
         # Parsed (so that an offset or a missing fraction still sorts right); a time that does
         # not parse goes last.
-        times = [_stamp(entry[0], last) for entry in entries]
-        attempts = [entry[3] for entry in entries]
+        times = [_stamp(at, last) for at in rows.ats]
+        attempts = rows.attempts
         spans = sorted(self.spans.values(), key=lambda s: (s.start, s.attempt))
         if spans:
             bounds = [
@@ -706,14 +753,14 @@ class _Builder:
         # contents, end; then the order the records were read in. Stable sorts, the least
         # significant key first, each on a plain number (a tuple a row costs twice as much).
         order = list(range(len(times)))
-        ranks = [entry[4] for entry in entries]
+        ranks = rows.ranks
         if any(rank != _RANK_CONTENT for rank in ranks):
             order.sort(key=ranks.__getitem__)
         if spans or any(attempt is not None for attempt in attempts):
             by_attempt = [last if a is None else float(a) for a in attempts]
             order.sort(key=by_attempt.__getitem__)
         order.sort(key=times.__getitem__)
-        return Replay(self.rows, order, attempts, redactor)
+        return Replay(rows, order, attempts, redactor)
 
 
 def _message_text(message: VsmMessage) -> tuple[str, str, dict[str, Any]]:

@@ -39,21 +39,17 @@ from ..widgets.footer import RoomFooter
 from ..widgets.timeline import KIND_GLYPH, TimelineTable
 
 KIND_FILTER_DEBOUNCE_S = 0.05
-# A replay this long is frozen out of the cycle collector's sight once built (see ``_paused``).
-FREEZE_ROWS = 10_000
 
 __all__ = ["KIND_GLYPH", "UnitInspector"]
 
 
 @contextmanager
-def _paused(rows: list[int]) -> Iterator[None]:
-    """The cycle collector off while a replay is built, and what a long one built frozen.
+def _paused() -> Iterator[None]:
+    """The cycle collector off while a replay and its keys are built.
 
-    A unit's replay is a few small objects a record and no cycles. Built with the collector on,
-    each collection walks every one made so far (and the fold's objects they point at): at
-    50,000 records, half the time of opening the inspector. Reference counting frees all of
-    it when the inspector closes, as it does the fold ``RegulatoryLog.refresh`` freezes.
-    ``rows``: the caller appends how many rows it built.
+    The table's keys are an object a row: with the collector on, each collection while they
+    are made walks all made so far again. Off, they are walked once, after. Nothing built is
+    frozen: the screen holds reference cycles, and frozen it would never be freed.
     """
     if not gc.isenabled():  # another reader is building with it paused: leave it to them
         yield
@@ -62,8 +58,6 @@ def _paused(rows: list[int]) -> Iterator[None]:
     try:
         yield
     finally:
-        if sum(rows) >= FREEZE_ROWS:
-            gc.freeze()
         gc.enable()
 
 
@@ -155,12 +149,10 @@ class UnitInspector(Screen[None]):
         # Every row is placed, grouped and filterable; a row's text is made when it is drawn.
         model = self.model
         kinds = set(self.kind_filter.split())
-        built: list[int] = []
         # The fold must not change under the replay being read from it.
-        with model.lock, _paused(built):
+        with model.lock, _paused():
             rows = unit_replay(model.layout, self.unit_id, log=model.log)
             keys = TimelineTable.keys_for(rows, kinds)
-            built.append(len(rows))
         budgets = self._budgets(unit.attempts)
         contract = self._contract(unit.contract.version)
         report = self._report()
