@@ -38,7 +38,8 @@ def haystack(o: ObligationState, instance: str) -> str:
 Predicate = Callable[[ObligationState, Context], bool]
 
 
-def _term(term: str) -> Predicate:
+def _qualifier(term: str) -> Predicate | None:
+    """The test a qualifier (``is:``, ``kind:``, …) makes; None when ``term`` is free text."""
     key, sep, value = term.partition(":")
     value = value.lower()
     if sep and key == "is":
@@ -60,8 +61,33 @@ def _term(term: str) -> Predicate:
         return lambda o, c: o.consumer.lower() == value
     if sep and key == "instance":
         return lambda o, c: c.instance.lower().startswith(value)
+    return None
+
+
+def _term(term: str) -> Predicate:
+    test = _qualifier(term)
+    if test is not None:
+        return test
     needle = term.lower()
     return lambda o, c: needle in (c.text or haystack(o, c.instance))
+
+
+def split_free_text(query: str) -> tuple[list[str], str]:
+    """(the words free text looks for, lowercased; the rest of the query): the words are a
+    substring test each, the cheap part, so a caller can narrow by them first."""
+    words: list[str] = []
+    rest: list[str] = []
+    for term in query.split():
+        negated = term.startswith("!") and len(term) > 1
+        if negated or _qualifier(term) is not None:
+            rest.append(term)
+        else:
+            words.append(term.lower())
+    return words, " ".join(rest)
+
+
+def needs_new(query: str) -> bool:
+    return any(t.lstrip("!").lower() == "is:new" for t in query.split())
 
 
 def plain_terms(query: str) -> bool:

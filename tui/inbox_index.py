@@ -2,29 +2,81 @@
 
 The inbox's rows are the obligations a preset and a filter keep, ordered by severity, then what
 vetoes, then age. Rebuilding that from every obligation on every change or keystroke is what
-made a large inbox slow, so this keeps the ordered rows and:
+made a large inbox slow, so this keeps the preset's ordered rows (the base) and what the filter
+keeps of them, and:
 
 * applies a fold's changes by moving only the obligations it touched;
-* narrows the rows already kept when more free text is typed onto the filter, and scans
-  everything only when the query could keep something new;
-* keeps each obligation's searchable text between keystrokes.
+* filters the base again on a new query, and only the rows already kept when more free text is
+  typed onto it; free text (the usual case) is one substring test per row, on each
+  obligation's searchable text, made once and kept between keystrokes (``warm`` makes them
+  ahead, a slice at a time, when the filter opens);
+* keeps each row as its sort key, a tuple of plain values ``(severity, veto, opened, instance,
+  id)``: sorted and bisected as is, and left out of the cycle collector's walks (a
+  ``RowKey`` per row kept tens of thousands of objects in the collector's oldest generation,
+  and its full collections paused the screen). ``KeyView`` gives the table ``RowKey`` s for
+  the rows it draws.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import overload
 
 from regulator.protocol.obligations import ObligationState
 from regulator.protocol.vocab import SEVERITY_ORDER, TERMINAL_STATUSES
 
-from .filtering import Context, compile_filter, haystack, narrows, needs_kind
+from .filtering import (
+    Context,
+    Predicate,
+    compile_filter,
+    haystack,
+    narrows,
+    needs_kind,
+    needs_new,
+    split_free_text,
+)
 from .keys import RowKey
 from .model import InstanceModel, sort_key
 
 PRESETS = ("owed to me", "all open", "everything")
 
+#: (-severity, 0 when it vetoes, opened at, instance, obligation id): a row, and its order.
 SortKey = tuple[int, int, str, int, str]
+
+
+class KeyView(Sequence[RowKey]):
+    """The rows as ``RowKey`` s, made when asked for: a table reads only those it draws."""
+
+    __slots__ = ("_rows",)
+
+    def __init__(self, rows: list[SortKey]) -> None:
+        self._rows = rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, at: int) -> RowKey: ...
+    @overload
+    def __getitem__(self, at: slice) -> list[RowKey]: ...
+    def __getitem__(self, at: int | slice) -> RowKey | list[RowKey]:
+        if isinstance(at, slice):
+            return [RowKey(sk[3], sk[4]) for sk in self._rows[at]]
+        sk = self._rows[at]
+        return RowKey(sk[3], sk[4])
+
+    def __iter__(self) -> Iterator[RowKey]:
+        return (RowKey(sk[3], sk[4]) for sk in self._rows)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, KeyView):
+            return self._rows == other._rows
+        if isinstance(other, list):
+            return list(self) == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 class InboxIndex:
@@ -34,11 +86,16 @@ class InboxIndex:
         self.person: str | None = None
         self.preset = 0
         self.query = ""
-        self._rows: list[tuple[SortKey, RowKey]] = []
-        self._sort: dict[RowKey, SortKey] = {}
-        self._keys: list[RowKey] | None = None
-        self._text: dict[RowKey, str] = {}
-        self._keep = compile_filter("")
+        # The preset's rows, sorted; where each is (instance -> id -> its sort key).
+        self._base: list[SortKey] = []
+        self._where: dict[int, dict[str, SortKey]] = {}
+        # What the filter keeps of the base, in the same order (None: no filter, the base).
+        self._kept: list[SortKey] | None = None
+        # Each obligation's searchable text, lowercased (instance -> id -> text).
+        self._text: dict[int, dict[str, str]] = {}
+        self._vetoes: int | None = None
+        self._base_vetoes: int | None = None
+        self._warmed = 0  # how far ``warm`` went through the base
         # A rebuild found an instance mid-fold and left it out: the next change rebuilds.
         self.stale = False
         self._built = False  # narrowing needs rows to narrow
@@ -46,69 +103,115 @@ class InboxIndex:
     # -- what is shown ---------------------------------------------------------------------
 
     @property
-    def keys(self) -> list[RowKey]:
-        if self._keys is None:
-            self._keys = [key for _, key in self._rows]
-        return self._keys
+    def rows(self) -> list[SortKey]:
+        return self._base if self._kept is None else self._kept
+
+    @property
+    def keys(self) -> KeyView:
+        """The rows shown, as keys (a view: a key is made when one is read)."""
+        return KeyView(self.rows)
+
+    def position(self, key: RowKey) -> int | None:
+        """Where ``key`` is among the rows shown (None: not shown); a look-up and a bisection."""
+        sk = self._where.get(key.instance, {}).get(key.oid)
+        if sk is None:
+            return None
+        rows = self.rows
+        at = bisect_left(rows, sk)
+        return at if at < len(rows) and rows[at] == sk else None
 
     def __contains__(self, key: RowKey) -> bool:
-        return key in self._sort
+        return self.position(key) is not None
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return len(self.rows)
 
     def vetoes(self) -> int:
         """How many of the rows shown block (the sort key says so: no look-ups)."""
-        return sum(1 for sk, _ in self._rows if sk[1] == 0)
+        if self._vetoes is None:
+            self._vetoes = [sk[1] for sk in self.rows].count(0)
+        return self._vetoes
+
+    def base_count(self) -> int:
+        """How many rows the preset keeps, before the filter."""
+        return len(self._base)
+
+    def base_vetoes(self) -> int:
+        if self._kept is None:
+            return self.vetoes()
+        if self._base_vetoes is None:
+            self._base_vetoes = [sk[1] for sk in self._base].count(0)
+        return self._base_vetoes
 
     def obligation(self, key: RowKey) -> ObligationState:
         return self.models[key.instance].log.obligations[key.oid]
 
     # -- deciding one row ------------------------------------------------------------------------
 
-    def _owed_to_me(self, model: InstanceModel, o: ObligationState) -> bool:
-        """Owed to a person, and within what the acting person may disposition."""
-        if o.consumer != "human":
-            return False
+    def _limit(self, model: InstanceModel) -> int | None:
+        """The highest severity the acting person may disposition here (None: any)."""
         policy = model.interaction_policy()
         person = policy.person(self.person) if policy and self.person else None
-        if person is None:
-            return True  # nobody named: every person's share is shown
-        return SEVERITY_ORDER[person.resolve_up_to] >= SEVERITY_ORDER[o.severity]
+        return SEVERITY_ORDER[person.resolve_up_to] if person is not None else None
 
-    def _in_preset(self, model: InstanceModel, o: ObligationState) -> bool:
+    def _in_preset(self, o: ObligationState, limit: int | None) -> bool:
         preset = PRESETS[self.preset]
         if preset != "everything" and o.status in TERMINAL_STATUSES:
             return False
-        return not (preset == "owed to me" and not self._owed_to_me(model, o))
+        if preset == "owed to me":
+            # Owed to a person, within what the acting person may disposition (nobody named:
+            # every person's share).
+            return o.consumer == "human" and (limit is None or limit >= SEVERITY_ORDER[o.severity])
+        return True
 
-    def _matches(self, key: RowKey, o: ObligationState, *, kind: bool) -> bool:
-        if not self.query:
-            return True
-        model = self.models[key.instance]
-        text = self._text.get(key)
+    def _text_of(self, sk: SortKey) -> str:
+        texts = self._text.setdefault(sk[3], {})
+        text = texts.get(sk[4])
         if text is None:
-            text = self._text[key] = haystack(o, model.name)
+            model = self.models[sk[3]]
+            o = model.log.obligations.get(sk[4])
+            text = texts[sk[4]] = haystack(o, model.name) if o is not None else ""
+        return text
+
+    def _filter(self, rows: list[SortKey]) -> list[SortKey]:
+        """What the query keeps of ``rows`` (in order): its free text first, a substring test
+        per row on the text kept for it, then its qualifiers on what is left."""
+        words, rest = split_free_text(self.query)
+        text_of = self._text_of
+        by = [self._text.setdefault(i, {}) for i in range(len(self.models))]
+        for word in words:
+            if len(by) == 1:
+                texts = by[0]
+                rows = [sk for sk in rows if word in (texts.get(sk[4]) or text_of(sk))]
+            else:
+                rows = [sk for sk in rows if word in (by[sk[3]].get(sk[4]) or text_of(sk))]
+        if rest:
+            keep = compile_filter(rest)
+            kind, new = needs_kind(rest), needs_new(rest)
+            rows = [sk for sk in rows if self._matches(sk, keep, kind=kind, new=new)]
+        return rows
+
+    def _matches(self, sk: SortKey, keep: Predicate, *, kind: bool, new: bool) -> bool:
+        model = self.models[sk[3]]
+        o = model.log.obligations.get(sk[4])
+        if o is None:
+            return False
         interaction = model.interaction(o.id) if kind and o.concern == "interaction" else None
         context = Context(
             model.name,
             interaction.request.kind if interaction else None,
-            self.is_new(key),
-            text,
+            new and self.is_new(RowKey(sk[3], sk[4])),
+            self._text_of(sk),
         )
-        return self._keep(o, context)
-
-    @staticmethod
-    def _sort_key(key: RowKey, o: ObligationState) -> SortKey:
-        return (*sort_key(o), key.instance, key.oid)
+        return keep(o, context)
 
     # -- building and changing -----------------------------------------------------------------
 
     def rebuild(self) -> None:
         """Every obligation of every loaded instance, decided again."""
-        kind = needs_kind(self.query)
-        rows: list[tuple[SortKey, RowKey]] = []
+        rows: list[SortKey] = []
         self.stale = False
+        preset = PRESETS[self.preset]
         for index, model in enumerate(self.models):
             if not model.loaded:
                 continue
@@ -117,72 +220,96 @@ class InboxIndex:
                 self.stale = True
                 continue
             try:
-                source = (
-                    list(model.open.values())
-                    if PRESETS[self.preset] != "everything"
-                    else list(model.log.obligations.values())
+                source = list(
+                    model.owed.values()
+                    if preset == "owed to me"
+                    else model.open.values()
+                    if preset == "all open"
+                    else model.log.obligations.values()
                 )
             finally:
                 model.lock.release()
-            for o in source:
-                if not self._in_preset(model, o):
-                    continue
-                key = RowKey(index, o.id)
-                if self.query and not self._matches(key, o, kind=kind):
-                    continue
-                rows.append((self._sort_key(key, o), key))
+            limit = self._limit(model)
+            in_preset = self._in_preset
+            rows.extend((*sort_key(o), index, o.id) for o in source if in_preset(o, limit))
         rows.sort()
-        self._set(rows)
+        self._base = rows
+        where: dict[int, dict[str, SortKey]] = {}
+        for sk in rows:
+            where.setdefault(sk[3], {})[sk[4]] = sk
+        self._where = where
+        self._kept = self._filter(rows) if self.query else None
+        self._vetoes = self._base_vetoes = None
+        self._warmed = 0
         self._built = True
-
-    def _set(self, rows: list[tuple[SortKey, RowKey]]) -> None:
-        self._rows = rows
-        self._sort = {key: sk for sk, key in rows}
-        self._keys = None
 
     def update(self, index: int, oids: Iterable[str]) -> set[RowKey]:
         """An instance's obligations ``oids`` changed: move just those; returns the keys."""
         model = self.models[index]
-        kind = needs_kind(self.query)
+        limit = self._limit(model)
+        where = self._where.setdefault(index, {})
+        texts = self._text.get(index, {})
+        # New lists, not changed in place: a table may still hold a view of the old ones.
+        base = list(self._base)
+        kept = list(self._kept) if self._kept is not None else None
         changed: set[RowKey] = set()
         for oid in oids:
-            key = RowKey(index, oid)
-            changed.add(key)
-            self._text.pop(key, None)
-            old = self._sort.pop(key, None)
+            changed.add(RowKey(index, oid))
+            texts.pop(oid, None)
+            old = where.pop(oid, None)
             if old is not None:
-                at = bisect_left(self._rows, (old, key))
-                if at < len(self._rows) and self._rows[at][1] == key:
-                    del self._rows[at]
+                for rows in (base, kept):
+                    if rows is None:
+                        continue
+                    at = bisect_left(rows, old)
+                    if at < len(rows) and rows[at] == old:
+                        del rows[at]
             o = model.log.obligations.get(oid)
-            if o is None or not self._in_preset(model, o):
+            if o is None or not self._in_preset(o, limit):
                 continue
-            if self.query and not self._matches(key, o, kind=kind):
-                continue
-            sk = self._sort_key(key, o)
-            insort(self._rows, (sk, key))
-            self._sort[key] = sk
-        if changed:
-            self._keys = None
+            sk: SortKey = (*sort_key(o), index, oid)
+            insort(base, sk)
+            where[oid] = sk
+            if kept is not None and self._filter([sk]):
+                insort(kept, sk)
+        self._base, self._kept = base, kept
+        self._vetoes = self._base_vetoes = None
         return changed
 
     def set_query(self, query: str) -> None:
-        """A new filter: narrows what is shown when it can, else decides every row again."""
+        """A new filter: narrows what is shown when it can, else filters the preset's rows."""
         old, self.query = self.query, query
-        self._keep = compile_filter(query)
         if query == old and self._built:
             return
-        if self._built and narrows(old, query):
-            self._set([(sk, key) for sk, key in self._rows if self._narrow_keeps(key)])
-        else:
+        if not self._built:
             self.rebuild()
+            return
+        if not query:
+            self._kept = None
+        elif self._kept is not None and narrows(old, query):
+            self._kept = self._filter(self._kept)
+        else:
+            self._kept = self._filter(self._base)
+        self._vetoes = None
 
-    def _narrow_keeps(self, key: RowKey) -> bool:
-        o = self.models[key.instance].log.obligations.get(key.oid)
-        return o is not None and self._matches(key, o, kind=False)
+    def warm(self, budget: int = 4000) -> bool:
+        """Make the searchable text of up to ``budget`` rows of the base that have none, from
+        where the last call stopped; True when every row has one (call again until then)."""
+        rows, at = self._base, self._warmed
+        if at > len(rows):
+            at = 0  # the base changed since: look again from the start
+        text_of, by = self._text_of, self._text
+        end = min(len(rows), at + budget)
+        for sk in rows[at:end]:
+            texts = by.get(sk[3])
+            if texts is None or sk[4] not in texts:
+                text_of(sk)
+        self._warmed = end
+        return end >= len(rows)
 
     def forget_text(self) -> None:
         self._text.clear()
+        self._warmed = 0
 
 
-__all__ = ["PRESETS", "InboxIndex"]
+__all__ = ["PRESETS", "InboxIndex", "KeyView"]

@@ -1,18 +1,24 @@
 """The Inbox tab: obligations across every instance, a filter, and the selected one's detail.
 
 ``InboxTable`` renders its own rows from the ``InboxIndex`` it is given; ``InboxView`` owns the
-filter (debounced, and narrowing what is shown when more is typed) and the preset, and tells
-the screen what it counts (``InboxView.Counted``) and which row rests under the cursor
-(``InboxView.Rested``), so the App can act on it.
+filter (debounced, and narrowing what is shown when more is typed) and the preset; the screen
+watches what it counts (``InboxView.counts``, so the tab's label changes in the frame that
+shows the rows, not one later), and it tells which row rests under the cursor
+(``InboxView.Rested``), so the App can act on it. When the rows change under the cursor (a
+filter, a preset, a fold) the detail follows at once, in the same frame as the rows; only a
+cursor moved by keys waits to rest, so that scrolling fast draws only the rows.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
@@ -30,6 +36,8 @@ from ..render import one_line, plain
 from .detail import ObligationDetail
 from .rowtable import Column, RowTable
 
+#: Keystrokes closer than this are a burst, filtered once it pauses this long (the last one
+#: wins); a keystroke on its own filters at once (a substring test per row).
 FILTER_DEBOUNCE_S = 0.05
 REST_S = 0.08
 
@@ -57,6 +65,10 @@ class InboxTable(RowTable[RowKey]):
         self.new = new
         self.marked = new
         self.several = several
+
+    def locate(self, key: RowKey) -> int | None:
+        # The index keeps its rows sorted: a bisection, not a dict of every row.
+        return self.index.position(key)
 
     def render_row(self, key: RowKey) -> Sequence[Text]:
         model = self.index.models[key.instance]
@@ -87,18 +99,26 @@ class InboxTable(RowTable[RowKey]):
         ]
 
 
+@dataclass(frozen=True)
+class Counts:
+    """``shown`` rows, ``vetoes`` of them vetoing, under ``preset``; ``of`` and ``of_vetoes``:
+    the same before the filter (what ``shown`` can reach)."""
+
+    shown: int
+    vetoes: int
+    preset: str
+    of: int
+    of_vetoes: int
+
+
 class InboxView(Vertical):
-    """Attributes down (``preset``, ``person``), messages up (``Counted``, ``Rested``)."""
+    """Attributes down (``preset``, ``person``), up: ``counts`` (watched) and ``Rested``."""
 
     preset = reactive(0, init=False)
     person: reactive[str | None] = reactive(None, init=False)
 
-    class Counted(Message):
-        def __init__(self, shown: int, vetoes: int, preset: str) -> None:
-            super().__init__()
-            self.shown = shown
-            self.vetoes = vetoes
-            self.preset = preset
+    #: What the inbox shows now (None until it first shows rows).
+    counts: reactive[Counts | None] = reactive(None, init=False)
 
     class Rested(Message):
         """The cursor came to rest on ``key`` (the detail follows; bindings may change)."""
@@ -117,6 +137,8 @@ class InboxView(Vertical):
         self.index = InboxIndex(models, new.__contains__)
         self._filter_timer: Timer | None = None
         self._rest_timer: Timer | None = None
+        self._rested: RowKey | None = None
+        self._last_typed = 0.0
 
     def compose(self) -> ComposeResult:
         yield Input(
@@ -154,6 +176,8 @@ class InboxView(Vertical):
     def apply(self, index: int, changes: Changes) -> None:
         """A fold of instance ``index`` finished: move the rows it touched, or all of them."""
         if changes.full or self.index.stale:
+            if changes.full:
+                self.index.forget_text()  # every obligation was read again
             self.index.rebuild()
         elif changes.touched:
             changed = self.index.update(index, changes.touched)
@@ -162,17 +186,31 @@ class InboxView(Vertical):
             return
         self._show()
         self.detail.version += 1
+        # What may be done to the selected obligation can have changed with it.
+        self.post_message(self.Rested(self.table.current_key))
 
     def _show(self) -> None:
         table = self.table
         table.set_rows(self.index.keys)
-        vetoes = self.index.vetoes()
-        self.post_message(self.Counted(len(self.index), vetoes, PRESETS[self.index.preset]))
+        index = self.index
+        shown, vetoes = len(index), index.vetoes()
+        self.counts = Counts(
+            shown,
+            vetoes,
+            PRESETS[index.preset],
+            max(shown, index.base_count()),
+            max(vetoes, index.base_vetoes()),
+        )
         self.detail.empty = (
             "Nothing owed to a person right now."
             if PRESETS[self.index.preset] == "owed to me"
             else "Nothing here."
         )
+        # The rows changed under the cursor, not the cursor under a key: the detail follows
+        # now, drawn with the rows (a rest would add its wait to what a keystroke costs).
+        key = table.current_key
+        if key != self._rested:
+            self._rest(key)
 
     # -- the filter ------------------------------------------------------------------------------
 
@@ -181,6 +219,14 @@ class InboxView(Vertical):
         box.remove_class("hidden")
         box.cursor_blink = False
         box.focus()
+        self._warm()
+
+    @work(exclusive=True, group="inbox-warm")
+    async def _warm(self) -> None:
+        """The rows' searchable text, made a slice at a time between frames and keys, so the
+        first keystroke does not make them all."""
+        while not self.index.warm(2000):
+            await asyncio.sleep(0)
 
     def close_filter(self) -> bool:
         """Esc: clears and hides the filter; False when it was not open."""
@@ -200,10 +246,18 @@ class InboxView(Vertical):
     @on(Input.Changed, "#filter")
     def _typed(self, event: Input.Changed) -> None:
         event.stop()
-        # Keystrokes in a burst are one filtering; the last one wins.
         if self._filter_timer is not None:
             self._filter_timer.stop()
+            self._filter_timer = None
         value = event.value
+        now = time.monotonic()
+        burst = now - self._last_typed < FILTER_DEBOUNCE_S
+        self._last_typed = now
+        if not burst:
+            # A key on its own filters at once, drawn with its character.
+            self._apply_filter(value)
+            return
+        # Keystrokes in a burst are one filtering, when it pauses; the last one wins.
         self._filter_timer = self.set_timer(FILTER_DEBOUNCE_S, lambda: self._apply_filter(value))
 
     @on(Input.Submitted, "#filter")
@@ -235,11 +289,17 @@ class InboxView(Vertical):
         # footer follow once the cursor rests (a re-layout per key press is what costs).
         if self._rest_timer is not None:
             self._rest_timer.stop()
+            self._rest_timer = None
         key = event.key
+        if key == self._rested:
+            return  # already shown (the rows changed and ``_show`` rested on it)
         self._rest_timer = self.set_timer(REST_S, lambda: self._rest(key))
 
     def _rest(self, key: RowKey | None) -> None:
+        if self._rest_timer is not None:
+            self._rest_timer.stop()
         self._rest_timer = None
+        self._rested = key
         self.detail.key = key
         self.detail.version += 1
         self.post_message(self.Rested(key))

@@ -5,10 +5,13 @@ inbox of 100,000 obligations. This one keeps the rows as keys and renders a line
 shown (the line API), so a refresh or a key press costs the same at 100 rows or 100,000.
 
 Each subclass renders its own rows (``render_row``) from the data it was given; the table
-caches the rendered lines and drops the cache whenever its styles change (a theme switch, a
-focus change), so no row keeps the colours of a theme that is gone. Columns carry a priority:
-where the width does not hold them all, the least important give way first, so that the
-column that takes the rest (a subject) stays readable.
+caches the rendered lines and drops the cache whenever its styles change (a theme switch), so
+no row keeps the colours of a theme that is gone; a focus change, which recolours only the
+cursor, drops only the cursor's line. The keys may be any sequence (a view that makes a key
+when one is read): the table reads only those it draws, and finds a key's row through
+``locate``, which a subclass that knows its order can answer without a dict of every row.
+Columns carry a priority: where the width does not hold them all, the least important give
+way first, so that the column that takes the rest (a subject) stays readable.
 """
 
 from __future__ import annotations
@@ -105,12 +108,16 @@ class RowTable(ScrollView, Generic[K], can_focus=True):
     def __init__(self, columns: Sequence[Column], **kw: Any) -> None:
         super().__init__(**kw)
         self.columns = list(columns)
-        self.keys: list[K] = []
-        self._index: dict[K, int] = {}
+        self.keys: Sequence[K] = []
+        self._index: dict[K, int] | None = None  # made when first asked (``locate``)
         self.marked: set[K] = set()
         self.empty = self.EMPTY
         self._cache: dict[tuple[K, int, bool], Strip] = {}
+        # Each row's cells as ``render_row`` made them: a focus change or a resize draws the
+        # lines again from these, without asking the subclass (whose rows may cost a scan).
+        self._cells: dict[K, Sequence[Text]] = {}
         self._layout: tuple[int, list[int], list[int]] | None = None
+        self._styles_seen: tuple[Style, ...] = ()
 
     # -- what a subclass provides ----------------------------------------------------------------
 
@@ -121,15 +128,19 @@ class RowTable(ScrollView, Generic[K], can_focus=True):
     # -- data -------------------------------------------------------------------------------
 
     def set_rows(self, keys: Sequence[K], *, changed: bool = True) -> None:
-        """Show ``keys`` in this order; the cursor stays on the row it was on when it can."""
+        """Show ``keys`` in this order; the cursor stays on the row it was on when it can.
+
+        The table keeps ``keys`` as given (no copy): pass a sequence nobody changes later."""
         current = self.current_key
-        self.keys = list(keys)
-        self._index = {k: i for i, k in enumerate(self.keys)}
+        self.keys = keys
+        self._index = None
         if changed:
             self._cache.clear()
+            self._cells.clear()
         self.virtual_size = Size(self.size.width, len(self.keys) + 1)
-        if current is not None and current in self._index:
-            self.set_reactive(RowTable.cursor, self._index[current])
+        at = self.locate(current) if current is not None else None
+        if at is not None:
+            self.set_reactive(RowTable.cursor, at)
         else:
             self.set_reactive(RowTable.cursor, min(self.cursor, max(0, len(self.keys) - 1)))
         self.scroll_to_cursor()
@@ -140,18 +151,27 @@ class RowTable(ScrollView, Generic[K], can_focus=True):
         """Rows changed: render them again (every row when ``keys`` is None)."""
         if keys is None:
             self._cache.clear()
+            self._cells.clear()
         else:
             wanted = set(keys) if isinstance(keys, set | frozenset | list | tuple) else {keys}
             for cached in [k for k in self._cache if k[0] in wanted]:
                 del self._cache[cached]
+            for key in wanted:
+                self._cells.pop(key, None)  # type: ignore[arg-type]
         self.refresh()
 
     @property
     def current_key(self) -> K | None:
         return self.keys[self.cursor] if 0 <= self.cursor < len(self.keys) else None
 
+    def locate(self, key: K) -> int | None:
+        """The row of ``key`` among the keys shown (None: not shown)."""
+        if self._index is None:
+            self._index = {k: i for i, k in enumerate(self.keys)}
+        return self._index.get(key)
+
     def move_to(self, key: K) -> bool:
-        index = self._index.get(key)
+        index = self.locate(key)
         if index is None:
             return False
         self.cursor = index
@@ -161,10 +181,26 @@ class RowTable(ScrollView, Generic[K], can_focus=True):
     # -- rendering ----------------------------------------------------------------------------
 
     def notify_style_update(self) -> None:
-        # A theme switch (or focus, which changes the cursor's colour): cached lines hold the
-        # old colours, so they go.
+        # A theme switch: cached lines hold the old colours, so they go. A focus change
+        # recolours only the cursor: the other lines stay (drawing them all again is what a
+        # switch of tabs would cost).
         super().notify_style_update()
-        self._cache.clear()
+        seen = (
+            self.rich_style,
+            *(
+                # (before the first styling there are none yet: a blank stands in)
+                self.get_component_rich_style(c, default=Style())
+                for c in sorted(self.COMPONENT_CLASSES)
+                if c != "rowtable--cursor"
+            ),
+        )
+        if seen != self._styles_seen:
+            self._styles_seen = seen
+            self._cache.clear()
+            self._cells.clear()  # their colours are the old theme's too
+        else:
+            for cached in [k for k in self._cache if k[2]]:
+                del self._cache[cached]
         self.refresh()
 
     def _columns_for(self, width: int) -> tuple[list[int], list[int]]:
@@ -207,7 +243,8 @@ class RowTable(ScrollView, Generic[K], can_focus=True):
     def _strip(self, text: Text, width: int, style: Style | None = None) -> Strip:
         # The row's own style first (the cursor, the header), then the widget's: what is set
         # on a segment wins, so the cursor shows and every other cell gets the theme's colours.
-        base = self.rich_style
+        # The widget's style as of its last styling (``rich_style`` walks the ancestors).
+        base = self._styles_seen[0] if self._styles_seen else self.rich_style
         strip = Strip(list(text.render(self.app.console, end="")))
         if style is not None:
             strip = strip.apply_style(style)
@@ -237,17 +274,23 @@ class RowTable(ScrollView, Generic[K], can_focus=True):
         if cached is not None:
             return cached
         style = self.get_component_rich_style("rowtable--cursor") if selected else None
-        try:
-            cells = self.render_row(key)
-        except (KeyError, RuntimeError):  # gone, or being folded on a worker: shown next time
-            return self._strip(Text("…", style="dim"), width)
+        cells = self._cells.get(key)
+        if cells is None:
+            try:
+                cells = self.render_row(key)
+            except (KeyError, RuntimeError):  # gone, or being folded on a worker: next time
+                return self._strip(Text("…", style="dim"), width)
+            if len(self._cells) > 1000:
+                self._cells.clear()
+            self._cells[key] = cells
         line = self._line(cells, width)
         if selected:
             line.spans = []  # the cursor's colours alone, so nothing vanishes into them
         elif key in self.marked:
             line.stylize(self.style_for("marked"))
         strip = self._strip(line, width, style)
-        if len(self._cache) > 4000:
+        # Bounded: each kept line is a few objects the cycle collector walks.
+        if len(self._cache) > 1000:
             self._cache.clear()
         self._cache[cache_key] = strip
         return strip
@@ -261,10 +304,7 @@ class RowTable(ScrollView, Generic[K], can_focus=True):
     # -- moving -------------------------------------------------------------------------------
 
     def watch_cursor(self, old: int, new: int) -> None:
-        for index in (old, new):
-            if 0 <= index < len(self.keys):
-                for cached in [k for k in self._cache if k[0] == self.keys[index]]:
-                    del self._cache[cached]
+        # Nothing cached goes: a line is kept for the cursor on it and off it alike.
         self.scroll_to_cursor()
         self.refresh()
         self.post_message(self.Highlighted(self, self.current_key))
