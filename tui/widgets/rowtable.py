@@ -280,7 +280,7 @@ class RowTable(ScrollView, Generic[K], can_focus=True):
                 cells = self.render_row(key)
             except (KeyError, RuntimeError):  # gone, or being folded on a worker: next time
                 return self._strip(Text("…", style="dim"), width)
-            if len(self._cells) > 1000:
+            if len(self._cells) > 300:
                 self._cells.clear()
             self._cells[key] = cells
         line = self._line(cells, width)
@@ -289,8 +289,8 @@ class RowTable(ScrollView, Generic[K], can_focus=True):
         elif key in self.marked:
             line.stylize(self.style_for("marked"))
         strip = self._strip(line, width, style)
-        # Bounded: each kept line is a few objects the cycle collector walks.
-        if len(self._cache) > 1000:
+        # A few screens: each kept line is a dozen objects the cycle collector walks.
+        if len(self._cache) > 300:
             self._cache.clear()
         self._cache[cache_key] = strip
         return strip
