@@ -76,7 +76,8 @@ async def test_with_a_slow_fold_the_room_takes_keys_and_shows_loading_before_the
 
     model.refresh = slow  # type: ignore[method-assign]
     async with app.run_test(size=(160, 48)) as pilot:
-        await wait_for(pilot, started.is_set)
+        # The first read starts as soon as the model is built, while the main screen goes up.
+        await wait_for(pilot, lambda: started.is_set() and app.main is not None)
         main = app.main
         assert main is not None
         await wait_for(

@@ -4,83 +4,123 @@ The screen's parts render themselves (``tui/widgets/``); this holds what they ar
 and decides what happens when a person acts. Reading never happens on the UI thread: a worker
 thread per instance folds what changed (one at a time per instance; changes that arrive
 meanwhile are gathered into the next fold), and the screen stays usable, showing that it is
-reading, until the first fold of each instance is in. A watcher per instance (watchfiles, a
-short debounce) says which files changed; a slow timer re-reads the logs anyway, in case a
-watch event was lost.
+reading, until the first fold of each instance is in. A watcher (watchfiles, a short debounce)
+says which files changed; a slow timer looks at the logs' sizes anyway, in case a watch event
+was lost.
+
+Opening is in two steps, so that a person sees the room at once: this module imports Textual
+and the top bar only, and the first screen (the top bar, the keys, "reading <instance>…") is
+drawn before the core (records, policies, the readers: most of the start-up time) is imported
+and the models are built, on a worker thread. The main screen replaces it when they are.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import work
-from textual.app import App
+from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
+from textual.command import Provider
+from textual.message import Message
+from textual.timer import Timer
+from textual.widgets import Static
 
-from regulator.host.instance import os_user
-from regulator.host.loop import Loop
-from regulator.host.presence import HEARTBEAT_S, PresenceFile
-from regulator.protocol.clock import Clock, iso, system_clock
-from regulator.protocol.errors import RegulatorError, message_of
-from regulator.protocol.obligations import ObligationState
-from regulator.protocol.ours import Receipt
+from regulator.protocol.clock import iso
 from regulator.protocol.vocab import SEVERITY_ORDER, TERMINAL_STATUSES
-from regulator.rules.ledger import Actor, json_line
-from regulator.store import locked_log
 
 from .bindings import APP, HELP, INSPECTOR, MAIN, all_ids
-from .commands import RoomCommands
-from .dialogs import (
-    NOBODY,
-    AcknowledgeDialog,
-    AnswerDialog,
-    Done,
-    DriveConfirm,
-    EscalateDialog,
-    HelpScreen,
-    ObligationDialog,
-    PersonPicker,
-    ProblemsScreen,
-    QuitConfirm,
-    RemediateDialog,
-    ReplanDialog,
-    ResolveDialog,
-    drive_unit,
-    edit_contract,
-    waits_on,
-)
-from .inbox_index import PRESETS
 from .keymap import keymap_path, load_keymap
 from .keys import RowKey
 from .messages import Folded, InstanceChanged
-from .model import Changes, InstanceModel, grants, resolve_person
-from .remote import RemoteInstanceModel, open_model
-from .render import one_line, plain
-from .screens.inspector import UnitInspector
-from .screens.main import MainScreen
-from .widgets.rowtable import RowTable
+from .widgets.footer import RoomFooter
+from .widgets.topbar import TopBar
+
+if TYPE_CHECKING:
+    from regulator.host.loop import Loop
+    from regulator.host.presence import Heartbeat
+    from regulator.protocol.clock import Clock
+    from regulator.protocol.obligations import ObligationState
+    from regulator.rules.ledger import Actor
+
+    from .dialogs import Done, ObligationDialog
+    from .model import Changes, InstanceModel
+    from .screens.main import MainScreen
+    from .widgets.rowtable import RowTable
 
 WATCH_STEP_MS = 20
 SAFETY_NET_S = 3.0
+SHOW_WHILE_READING_S = 0.5
 
 __all__ = ["MainScreen", "RoomApp", "run_room"]
 
 
+def __getattr__(name: str) -> Any:
+    # ``from tui.app import MainScreen`` still works, without importing it with this module.
+    if name == "MainScreen":
+        from .screens.main import MainScreen
+
+        return MainScreen
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def _watch_filter(change: Any, path: str) -> bool:
-    # The worktrees churn with every git operation and hold nothing the room reads.
-    return "/worktrees/" not in path and not path.endswith(".tmp") and "/.git/" not in path
+    # The worktrees churn with every git operation and hold nothing the room reads; presence
+    # files are rewritten every few seconds (this room's own too) and shown nowhere.
+    return (
+        "/worktrees/" not in path
+        and not path.endswith(".tmp")
+        and "/.git/" not in path
+        and "/presence/" not in path
+    )
+
+
+def _room_commands() -> type[Provider]:
+    # The palette's provider reads the models: imported when the palette first opens.
+    from .commands import RoomCommands
+
+    return RoomCommands
+
+
+def _name(root: Path | str) -> str:
+    return str(root).rstrip("/").rsplit("/", 1)[-1]
+
+
+def _merged(a: Changes, b: Changes) -> Changes:
+    """Two folds' changes of one instance, as one."""
+    from .model import Changes
+
+    return Changes(
+        new_obligations=[*a.new_obligations, *b.new_obligations],
+        obligations=a.obligations or b.obligations,
+        units=a.units or b.units,
+        touched=a.touched | b.touched,
+        full=a.full or b.full,
+    )
+
+
+def _hms(when: datetime) -> str:
+    return iso(when)[11:19]
+
+
+def _default_loop(model: InstanceModel) -> Loop:
+    from regulator.host.loop import Loop
+
+    return Loop(model.layout, model.definition, clock=model.clock)
 
 
 class RoomApp(App[None]):
     CSS_PATH = "room.tcss"
     TITLE = "regulator"
-    COMMANDS = App.COMMANDS | {RoomCommands}
+    COMMANDS = App.COMMANDS | {_room_commands}
     BINDINGS: ClassVar[list[BindingType]] = list(APP)
     # Textual declares these as instance variables on App; ClassVar fails mypy.
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]  # noqa: RUF012
@@ -91,7 +131,7 @@ class RoomApp(App[None]):
         roots: Sequence[Path | str],
         *,
         person: str | None = None,
-        clock: Clock = system_clock,
+        clock: Clock | None = None,
         bell: bool = True,
         watch: bool = True,
         env: dict[str, str] | None = None,
@@ -100,8 +140,16 @@ class RoomApp(App[None]):
         keymap: Path | None = None,
     ) -> None:
         super().__init__()
-        self.clock = clock
-        self.models = [open_model(root, clock=clock, definition=definition) for root in roots]
+        if clock is None:
+            from regulator.protocol.clock import system_clock
+
+            clock = system_clock
+        self.clock: Clock = clock
+        self.roots = list(roots)
+        self._definition = definition
+        self._models: list[InstanceModel] | None = None
+        self._models_lock = threading.Lock()
+        self._main: MainScreen | None = None
         self.bell_on = bell
         self.watching = watch
         self.paused = False
@@ -110,11 +158,19 @@ class RoomApp(App[None]):
         self.new: set[RowKey] = set()
         self._stop = asyncio.Event()
         self.presence_on = presence
-        self._presence: list[PresenceFile] = []
-        self._beating = False
-        policy = self.models[0].interaction_policy() if self.models else None
-        self.person, self.person_source = resolve_person(person, policy, env)
-        self.os_user = os_user()
+        self._heartbeat: Heartbeat | None = None
+        self._env = env
+        # Who acts is known before the policy is read when it is named (--as, the environment);
+        # the OS user is looked up in the policy once the models are built.
+        self._given_person = person
+        environ = os.environ if env is None else env
+        if person:
+            self.person: str | None = person
+            self.person_source = "--as"
+        elif environ.get("REGULATOR_PERSON"):
+            self.person, self.person_source = environ["REGULATOR_PERSON"], "REGULATOR_PERSON"
+        else:
+            self.person, self.person_source = None, "nobody named yet"
         self.last_refresh: datetime | None = None
         self.keymap_file = keymap if keymap is not None else keymap_path(env)
         # Folding: which instance has a fold running, and what changed since it started
@@ -122,13 +178,48 @@ class RoomApp(App[None]):
         self._folding: set[int] = set()
         self._pending: dict[int, set[Path] | None] = {}
         self._changed: dict[int, set[Path]] = {}
+        # What folds changed that the inbox and the parts do not show yet, per instance.
+        self._unshown: dict[int, Changes] = {}
+        self._show_timer: Timer | None = None
         self._bindings_state: tuple[bool | None, ...] = ()
         # The loop a replan or remediation acts through and drives with (tests script it).
-        self.loop_for: Callable[[InstanceModel], Loop] = lambda m: Loop(
-            m.layout, m.definition, clock=m.clock
-        )
+        self.loop_for: Callable[[InstanceModel], Loop] = _default_loop
+
+    @property
+    def models(self) -> list[InstanceModel]:
+        """One model per instance, built on first use: by the opening worker when the room
+        starts, or at once when something (a test) asks before."""
+        if self._models is None:
+            with self._models_lock:
+                if self._models is None:
+                    from .remote import open_model
+
+                    self._models = [
+                        open_model(root, clock=self.clock, definition=self._definition)
+                        for root in self.roots
+                    ]
+        return self._models
+
+    @property
+    def opened(self) -> bool:
+        """The models are built and the main screen is up."""
+        return self.main is not None
 
     # -- start and stop ------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        """The first screen, drawn before the core is imported: the top bar, the keys, and
+        what is being read. The main screen covers it once the models are built."""
+        top = TopBar(id="opening-topbar", classes="topbar")
+        top.person = self.person
+        top.watching = self.watching
+        top.reading = len(self.roots)
+        yield top
+        yield Static(
+            Text("\n".join(f"◌ reading {_name(root)}…" for root in self.roots), style="italic"),
+            id="opening",
+        )
+        yield RoomFooter()
 
     def on_mount(self) -> None:
         keymap, errors = load_keymap(self.keymap_file, all_ids())
@@ -136,32 +227,83 @@ class RoomApp(App[None]):
             self.set_keymap(keymap)
         for error in errors:
             self.notify(error, title="keymap", severity="error", timeout=10)
-        self.push_screen(MainScreen(self))
+        # The first frame goes out before the heavy imports start competing with it.
+        self.call_after_refresh(self._begin_opening)
+
+    def _begin_opening(self) -> None:
+        self.run_worker(self._open, thread=True, group="open", exit_on_error=False)
+
+    def _open(self) -> None:
+        """On a worker thread: import the core and build the models, open the room, then read
+        each instance for the first time, one after another (reads side by side share one
+        interpreter lock and only add switching, and the collector each read turns off and on
+        again under the others)."""
+        try:
+            models = self.models
+            # What the main screen and the first keys need, imported here rather than on the
+            # UI thread.
+            from . import dialogs  # noqa: F401
+            from .screens import inspector, main  # noqa: F401
+
+            for model in models:
+                model.interaction_policy()
+        except Exception as exc:  # an instance that cannot be opened: said, and the room ends
+            message = f"{type(exc).__name__}: {exc}"
+            self.call_from_thread(self.exit, None, 1, message)
+            return
+        self.post_message(self.Opened())
+        for index in range(len(models)):
+            if self._stop.is_set():
+                return
+            self._fold(index, None)
+
+    class Opened(Message):
+        """The models are built: the room can open."""
+
+    async def on_room_app_opened(self, _message: Opened | None = None) -> None:
+        await self._opened()
+
+    async def _opened(self) -> None:
+        from .dialogs import PersonPicker
+        from .model import grants, resolve_person
+        from .remote import RemoteInstanceModel
+        from .screens.main import MainScreen
+
+        if len(self.screen_stack) > 1:  # help or the quit question is up: open beneath it after
+            self.set_timer(0.1, self._opened)
+            return
+        policy = self.models[0].interaction_policy() if self.models else None
+        self.person, self.person_source = resolve_person(self._given_person, policy, self._env)
+        main = MainScreen(self)
+        await self.push_screen(main)
+        self._main = main
         if self.person is None and self.models:
-            policy = self.models[0].interaction_policy()
             people = [(p.name, grants(p)) for p in (policy.people if policy else [])]
             if people:
                 self.push_screen(PersonPicker(people, self.person_source), self._picked)
         else:
             self._start_presence()
         self._show_person()
-        for index in range(len(self.models)):
-            self.request_fold(index, None)
+        self._folding.update(range(len(self.models)))  # the first reads, on the opening worker
         for index, model in enumerate(self.models):
             if isinstance(model, RemoteInstanceModel):  # its stream says when it changed
                 model.start(partial(self._remote_changed, index))
         if self.watching:
-            for index, model in enumerate(self.models):
-                if not model.remote:
-                    self.watch_instance(index, model.layout.state)
+            local = {i: m.layout.state for i, m in enumerate(self.models) if not m.remote}
+            if local:
+                self.watch_instances(local)
             self.set_interval(SAFETY_NET_S, self._safety_net)
 
     def _picked(self, person: str | None) -> None:
         """At start: a cancel (esc) leaves the room looking only."""
+        from .dialogs import NOBODY
+
         self._switch_to(None if person == NOBODY else person, "picked at start")
 
     def _repicked(self, person: str | None) -> None:
         """On ``P``: a cancel (esc) keeps whoever was acting; only a pick changes it."""
+        from .dialogs import NOBODY
+
         if person is None:
             return
         self._switch_to(None if person == NOBODY else person, "picked with P")
@@ -173,60 +315,76 @@ class RoomApp(App[None]):
         self._show_person()
 
     def _start_presence(self) -> None:
-        for presence in self._presence:
-            presence.close()
-        self._presence = []
+        from regulator.host.presence import Heartbeat, PresenceFile
+
+        self._stop_presence()
         if not self.presence_on or self.person is None:
             return  # looking only: no session should wait for an answer from here
-        self._presence = [
+        files = [
             PresenceFile(m.layout, self.person, self.clock) for m in self.models if not m.remote
         ]
-        self._beat()
-        if not self._beating:
-            self._beating = True
-            self.set_interval(HEARTBEAT_S, self._beat)
+        if files:
+            self._heartbeat = Heartbeat(files).start()
 
-    def _beat(self) -> None:
-        for presence in self._presence:
-            try:
-                presence.beat()
-            except OSError:
-                pass
+    def _stop_presence(self) -> None:
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
+            self._heartbeat = None
 
     async def on_unmount(self) -> None:
+        from .remote import RemoteInstanceModel
+
         self._stop.set()
-        for presence in self._presence:
-            presence.close()
-        for model in self.models:
+        self._stop_presence()
+        for model in self._models or []:
             if isinstance(model, RemoteInstanceModel):
                 model.close()
 
     # -- reading, off the UI thread --------------------------------------------------------------
 
     @work(exclusive=False, group="watch")
-    async def watch_instance(self, index: int, path: Path) -> None:
+    async def watch_instances(self, states: dict[int, Path]) -> None:
+        """One watcher for every local instance; each change is told to its own instance."""
         from watchfiles import awatch
 
+        prefixes = sorted(((str(path) + os.sep, i) for i, path in states.items()), reverse=True)
         async for changes in awatch(
-            path,
+            *states.values(),
             watch_filter=_watch_filter,
             debounce=200,
             step=WATCH_STEP_MS,
             stop_event=self._stop,
             recursive=True,
         ):
-            self._changed.setdefault(index, set()).update(Path(p) for _, p in changes)
-            self.post_message(InstanceChanged(index))
+            told: set[int] = set()
+            for _, changed in changes:
+                for prefix, index in prefixes:  # the longest first: a nested instance is its own
+                    if changed.startswith(prefix):
+                        self._changed.setdefault(index, set()).add(Path(changed))
+                        told.add(index)
+                        break
+            for index in told:
+                self.post_message(InstanceChanged(index))
 
     def _remote_changed(self, index: int) -> None:  # from a remote model's stream thread
         self.post_message(InstanceChanged(index))
 
     def _safety_net(self) -> None:
-        # The logs only: a lost watch event must not hide an append; unit records change
-        # with a watch event of their own.
-        for index in range(len(self.models)):
-            self._changed.setdefault(index, set())
-            self.post_message(InstanceChanged(index))
+        """A lost watch event must not hide an append: the logs' sizes are looked at (a stat
+        each), and an instance is read only when they moved; unit records change with a watch
+        event of their own. The header's "as of" moves on when nothing did."""
+        unchanged = True
+        for index, model in enumerate(self.models):
+            if index in self._folding or index in self._pending:
+                unchanged = False
+            elif model.unread_changes():
+                unchanged = False
+                self._changed.setdefault(index, set())
+                self.post_message(InstanceChanged(index))
+        main = self.main
+        if unchanged and main is not None and not self.paused:
+            self.last_refresh = self.clock()
+            main.as_of = _hms(self.last_refresh)
 
     def on_instance_changed(self, message: InstanceChanged) -> None:
         if self.paused:
@@ -260,6 +418,8 @@ class RoomApp(App[None]):
 
     def _fold(self, index: int, paths: set[Path] | None) -> None:
         """On a worker thread: fold, then tell the UI thread what changed."""
+        from .model import Changes
+
         try:
             changes = self.models[index].refresh(paths)
         except Exception as exc:  # a reader bug must not take the room down
@@ -268,23 +428,32 @@ class RoomApp(App[None]):
         self.post_message(Folded(index, changes))
 
     def on_folded(self, message: Folded) -> None:
+        from .dialogs import ObligationDialog
+        from .screens.inspector import UnitInspector
+
         index, changes = message.index, message.changes
         model = self.models[index]
         self._folding.discard(index)
         if message.error:
             self.notify(message.error, title=f"reading {model.name}", severity="error")
         self.last_refresh = self.clock()
-        main = self.main
         changed = changes.full or changes.obligations or changes.units
         if changed:
             for o in changes.new_obligations:
                 self._arrived(index, model, o)
+            was = self._unshown.get(index)
+            self._unshown[index] = changes if was is None else _merged(was, changes)
+        if changed and any(not m.loaded for m in self.models):
+            # Instances are still being read for the first time: what is in is shown every
+            # SHOW_WHILE_READING_S, not after each read (each showing re-sorts the inbox).
+            if self._show_timer is None:
+                self._show_timer = self.set_timer(SHOW_WHILE_READING_S, self._show_unshown)
+        else:
+            self._show_unshown()
+        main = self.main
         if main is not None:
             with self.batch_update():
-                if changed:
-                    main.inbox.apply(index, changes)
-                    main.version += 1
-                main.as_of = iso(self.last_refresh)[11:19]
+                main.as_of = _hms(self.last_refresh)
                 main.problems = sum(m.problem_count for m in self.models)
                 main.reading = sum(not m.loaded for m in self.models)
         if changed:
@@ -296,8 +465,28 @@ class RoomApp(App[None]):
         if index in self._pending and not self.paused:
             self._start_fold(index)
 
+    def _show_unshown(self) -> None:
+        """The inbox and the parts bound to ``version`` show what the folds brought."""
+        if self._show_timer is not None:
+            self._show_timer.stop()
+            self._show_timer = None
+        main = self.main
+        if main is None or not self._unshown:
+            return
+        unshown, self._unshown = self._unshown, {}
+        with self.batch_update():
+            full = [i for i, c in unshown.items() if c.full]
+            if full:  # a rebuild: every instance read so far, as it is now
+                main.inbox.apply(full[0], unshown[full[0]])
+            else:
+                for i, c in unshown.items():
+                    main.inbox.apply(i, c)
+            main.version += 1
+
     def _arrived(self, index: int, model: InstanceModel, o: ObligationState) -> None:
         """Something new owed to a person at blocking or above: marked, told, and rung."""
+        from .render import one_line
+
         if o.consumer != "human" or SEVERITY_ORDER[o.severity] < SEVERITY_ORDER["blocking"]:
             return
         self.new.add(RowKey(index, o.id))
@@ -311,16 +500,29 @@ class RoomApp(App[None]):
 
     @property
     def loaded(self) -> bool:
-        """Every instance has been read once (and nothing is being read now)."""
-        return all(m.loaded for m in self.models) and not self._folding
+        """The room is open and every instance has been read once (and nothing is being read
+        now)."""
+        if self._models is None or self.main is None:
+            return False
+        return all(m.loaded for m in self._models) and not self._folding
 
     # -- who is acting -------------------------------------------------------------------------
 
     @property
+    def os_user(self) -> str:
+        from regulator.host.instance import os_user
+
+        return os_user()
+
+    @property
     def actor(self) -> Actor:
+        from regulator.rules.ledger import Actor
+
         return Actor(via="room", os_user=self.os_user)
 
     def grants_text(self) -> str:
+        from .model import grants
+
         policy = self.models[0].interaction_policy() if self.models else None
         return grants(policy.person(self.person) if policy and self.person else None)
 
@@ -347,6 +549,8 @@ class RoomApp(App[None]):
         if action == "answer":
             return True if o.concern == "interaction" else None
         if action in ("replan", "remediate"):
+            from .dialogs import waits_on
+
             return waits_on(model, o) == action  # hidden unless the unit waits on it
         return True
 
@@ -356,7 +560,17 @@ class RoomApp(App[None]):
             self._bindings_state = state
             self.refresh_bindings()
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # Until the models are built there is no policy to pick from, no problems to list,
+        # and nothing being read to pause: shown, greyed.
+        if action in ("person", "problems", "pause") and not self.opened:
+            return None
+        return True
+
     def action_person(self) -> None:
+        from .dialogs import PersonPicker
+        from .model import grants
+
         policy = self.models[0].interaction_policy() if self.models else None
         people = [(p.name, grants(p)) for p in (policy.people if policy else [])]
         self.push_screen(
@@ -374,6 +588,13 @@ class RoomApp(App[None]):
     def waiting_on_a_person(self) -> list[Text]:
         """One line per session still waiting in ``ask_human``, the soonest to time out first;
         an instance not read yet is a line too (it may hold one)."""
+        from .render import one_line, plain
+
+        if self._models is None:
+            return [
+                Text(f"⏳ {_name(root)} is still being read: a session there may be waiting")
+                for root in self.roots
+            ]
         lines = [
             Text(f"⏳ {m.name} is still being read: a session there may be waiting")
             for m in self.models
@@ -396,6 +617,8 @@ class RoomApp(App[None]):
 
     async def action_quit(self) -> None:
         """Quit, but ask first while a session waits on a person; staying is the default."""
+        from .dialogs import QuitConfirm
+
         waiting = self.waiting_on_a_person()
         if not waiting:
             self.exit()
@@ -411,10 +634,9 @@ class RoomApp(App[None]):
 
     @property
     def main(self) -> MainScreen | None:
-        for screen in self.screen_stack:
-            if isinstance(screen, MainScreen) and screen.is_mounted and screen.query("#topbar"):
-                return screen
-        return None
+        """The main screen, once it is up (a look at it costs no query of the DOM)."""
+        main = self._main
+        return main if main is not None and main.is_attached else None
 
     @property
     def inbox_table(self) -> RowTable[RowKey] | None:
@@ -439,6 +661,10 @@ class RoomApp(App[None]):
 
     def open_obligation(self, key: RowKey) -> None:
         """Enter on a row: the detail is opened, the "new" mark goes, a receipt is recorded."""
+        from regulator.protocol.ours import Receipt
+        from regulator.rules.ledger import json_line
+        from regulator.store import locked_log
+
         model, o = self.lookup(key)
         self.new.discard(key)
         if self.person is not None and not model.remote:  # no receipt is written here for a host
@@ -462,6 +688,8 @@ class RoomApp(App[None]):
         return main.preset if main is not None else 0
 
     def cycle_preset(self) -> None:
+        from .inbox_index import PRESETS
+
         main = self.main
         if main is not None:
             main.preset = (main.preset + 1) % len(PRESETS)
@@ -480,6 +708,9 @@ class RoomApp(App[None]):
         self.go_to_obligation(index, oid)
 
     def go_to_obligation(self, index: int, oid: str) -> None:
+        from .inbox_index import PRESETS
+        from .screens.inspector import UnitInspector
+
         while isinstance(self.screen, UnitInspector):
             self.pop_screen()
         main = self.main
@@ -496,6 +727,8 @@ class RoomApp(App[None]):
         main.inbox_table.move_to(key)
 
     def open_dialog(self, which: str) -> None:
+        from .dialogs import AcknowledgeDialog, AnswerDialog, EscalateDialog, ResolveDialog
+
         selected = self.selected()
         if selected is None:
             self.notify("select an obligation first", severity="warning")
@@ -526,6 +759,10 @@ class RoomApp(App[None]):
 
     def open_recovery(self, which: str) -> None:
         """``R`` / ``m``: act on the recovery decision the selected obligation's unit waits on."""
+        from regulator.protocol.errors import RegulatorError, message_of
+
+        from .dialogs import RemediateDialog, ReplanDialog, edit_contract, waits_on
+
         selected = self.selected()
         if selected is None or self.person is None:
             self.notify("select an obligation, acting as someone (P)", severity="warning")
@@ -557,6 +794,8 @@ class RoomApp(App[None]):
         self, model: InstanceModel, loop: Loop, unit_id: str, ask: bool, done: Done | None
     ) -> None:
         """A replan asks before driving (it starts a session); a remediation drives at once."""
+        from .dialogs import DriveConfirm, drive_unit
+
         self._dialog_done(model, done)
         if done is None:
             return
@@ -576,6 +815,8 @@ class RoomApp(App[None]):
         self.open_unit(self.models.index(model), o.unit or "")
 
     def open_unit(self, index: int, unit_id: str) -> None:
+        from .screens.inspector import UnitInspector
+
         if self.models[index].remote:
             self.notify(
                 f"{self.models[index].name}: the inspector (replay, unit actions) does not reach"
@@ -600,6 +841,8 @@ class RoomApp(App[None]):
         return ""
 
     def action_help(self) -> None:
+        from .dialogs import HelpScreen
+
         rows = [
             (" ".join(self.key_for(i) for i in ids.split()) if ids else "", what)
             for ids, what in HELP
@@ -607,6 +850,8 @@ class RoomApp(App[None]):
         self.push_screen(HelpScreen(rows))
 
     def action_problems(self) -> None:
+        from .dialogs import ProblemsScreen
+
         self.push_screen(ProblemsScreen([p for m in self.models for p in m.problems]))
 
     def action_pause(self) -> None:
@@ -621,6 +866,8 @@ class RoomApp(App[None]):
 
     def palette_commands(self) -> Iterable[tuple[str, str, Callable[[], Any]]]:
         main = self.main
+        if main is None:
+            return  # still opening: nothing to act on yet
         yield ("answer the selected question", "a", lambda: self.open_dialog("answer"))
         yield ("resolve the selected obligation", "r", lambda: self.open_dialog("resolve"))
         yield ("acknowledge the selected obligation", "c", lambda: self.open_dialog("acknowledge"))

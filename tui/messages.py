@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.message import Message
 
-from .model import Changes
+if TYPE_CHECKING:  # the room's first screen is drawn before the model (and the core) loads
+    from .model import Changes
 
 
 class InstanceChanged(Message):

@@ -158,6 +158,8 @@ class InstanceModel:
             self.layout.receipts, _parse_receipt, label=self.layout.label(self.layout.receipts)
         )
         self.redactor = Redactor(read_canaries(self.layout))
+        self._policy: InteractionPolicy | None = None
+        self._policy_read = False
         self._init_counts()
 
     def _init_counts(self) -> None:
@@ -178,23 +180,48 @@ class InstanceModel:
         self.problem_count = 0
         self._candidates: dict[str, tuple[ObligationState, InteractionState, datetime]] = {}
         self._summaries: dict[str, tuple[object, tuple[str, str, str]]] = {}
+        self._stamps: tuple[tuple[int, int, int] | None, ...] = ()
 
     @property
     def name(self) -> str:
         return self.root.name
 
     def interaction_policy(self) -> InteractionPolicy | None:
-        try:
-            return self.definition.interaction
-        except PolicyError:
-            return None
+        """The people and what they may do; ``None`` when the policy does not load. Read once:
+        the inbox asks for every row, and a policy that fails would be read again each time."""
+        if not self._policy_read:
+            try:
+                self._policy = self.definition.interaction
+            except PolicyError:
+                self._policy = None
+            self._policy_read = True
+        return self._policy
 
     def refresh(self, paths: Iterable[Path] | None = None) -> Changes:
         """Fold what changed (everything when ``paths`` is None); safe on a worker thread."""
         with self.lock:
             return self._refresh(paths)
 
+    def _read_stamps(self) -> tuple[tuple[int, int, int] | None, ...]:
+        """What a fold reads, as ``stat`` sees it: the log and the receipts."""
+        out: list[tuple[int, int, int] | None] = []
+        for path in (self.log.path, self.layout.receipts):
+            try:
+                st = path.stat()
+            except OSError:
+                out.append(None)
+                continue
+            out.append((st.st_ino, st.st_size, st.st_mtime_ns))
+        return tuple(out)
+
+    def unread_changes(self) -> bool:
+        """Whether the log or the receipts changed since the last fold began (two ``stat``
+        calls; a fold needs the lock and a thread, this neither)."""
+        return self._read_stamps() != self._stamps
+
     def _refresh(self, paths: Iterable[Path] | None) -> Changes:
+        # Taken before reading: an append landing during the fold shows as a change next time.
+        self._stamps = self._read_stamps()
         changes = Changes()
         before = self.log.obligations
         entries = self.log.refresh()

@@ -265,6 +265,9 @@ class RemoteInstanceModel(InstanceModel):
         down = [] if self.connection == "connected" else [f"{self.target.url}: {self.connection}"]
         return down + self.record_problems
 
+    def unread_changes(self) -> bool:
+        return False  # the stream says when something changed; there are no files here
+
     def refresh(self, paths: Iterable[Path] | None = None) -> Changes:
         """Hand over what the stream folded since the last call (never waits on the network)."""
         with self.lock:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -106,6 +108,46 @@ class PresenceFile:
 
     def close(self) -> None:
         remove_file(self.path)
+
+
+class Heartbeat:
+    """Beats presence files every ``every`` seconds on a thread of its own, until stopped.
+
+    A room's UI thread never waits on the write (a rename and two fsyncs); a failed write is
+    tried again at the next beat.
+    """
+
+    def __init__(self, files: Sequence[PresenceFile], every: float = HEARTBEAT_S) -> None:
+        self.files = list(files)
+        self.every = every
+        self.beats = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="presence", daemon=True)
+
+    def start(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for presence in self.files:
+                try:
+                    presence.beat()
+                except (OSError, StoreError):
+                    pass
+            self.beats += 1
+            self._stop.wait(self.every)
+
+    def stop(self) -> None:
+        """No beat after this returns; the files are removed."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+        for presence in self.files:
+            try:
+                presence.close()
+            except (OSError, StoreError):
+                pass
 
 
 def _forget(path: Path, data: bytes) -> None:

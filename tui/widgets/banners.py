@@ -2,7 +2,9 @@
 
 Each reads what the models keep as they fold (instance-wide vetoes, the questions asked through
 the room with their deadlines), so showing them costs nothing per obligation. The waiting
-banner counts down on its own one-second timer; both hide when there is nothing to say.
+banner counts down on its own one-second timer, which runs only while it is shown; both hide
+when there is nothing to say, and neither redraws (nor lays the screen out again) unless what
+it says changed.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any
 
 from rich.text import Text
 from textual.reactive import reactive
+from textual.timer import Timer
 from textual.widget import Widget
 
 from ..model import InstanceModel
@@ -39,9 +42,21 @@ class Banner(Widget):
         self.update()
 
     def update(self) -> None:
-        self._text = self.message()
-        self.display = bool(self._text.plain)
-        self.refresh(layout=True)
+        text = self.message()
+        if text == self._text and self.display == bool(text.plain):
+            return
+        shown = bool(text.plain)
+        same_length = text.cell_len == self._text.cell_len
+        self._text = text
+        if shown != self.display:
+            self.display = shown  # shown or hidden: the screen is laid out again
+        else:
+            # A countdown's digits keep the height; a longer or shorter text may wrap anew.
+            self.refresh(layout=not same_length)
+        self.shown_changed(shown)
+
+    def shown_changed(self, shown: bool) -> None:
+        """Called after each change of what the banner says."""
 
     def render(self) -> Text:
         return self._text
@@ -71,9 +86,18 @@ class WaitingBanner(Banner):
     WaitingBanner { background: $warning 30%; }
     """
 
-    def on_mount(self) -> None:
-        super().on_mount()
-        self.set_interval(1.0, self.update)
+    def __init__(self, models: list[InstanceModel], **kw: Any) -> None:
+        super().__init__(models, **kw)
+        self._ticking: Timer | None = None
+
+    def shown_changed(self, shown: bool) -> None:
+        # The countdown ticks only while there is one; a new question comes with a fold (and
+        # a version), which shows the banner and starts the tick again.
+        if shown and self._ticking is None:
+            self._ticking = self.set_interval(1.0, self.update)
+        elif not shown and self._ticking is not None:
+            self._ticking.stop()
+            self._ticking = None
 
     def message(self) -> Text:
         waiting = sorted(

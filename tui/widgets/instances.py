@@ -151,8 +151,7 @@ class InstanceExtra(Widget):
 
     def show(self, index: int | None) -> None:
         if index is None or not self.models[index].loaded:
-            self._text = Text()
-            self.refresh(layout=True)
+            self._set(Text())
             return
         model = self.models[index]
         now_ms = int(self.clock().timestamp() * 1000)
@@ -187,8 +186,13 @@ class InstanceExtra(Widget):
         extra.append(f"\nunrouted messages: {cached[1]}", style="bold")
         if cached[1]:
             extra.append(" — run `regulator signals route`")
-        self._text = extra
-        self.refresh(layout=True)
+        self._set(extra)
+
+    def _set(self, text: Text) -> None:
+        # Re-laid out only when what it says changed (every fold of any instance shows it).
+        if text != self._text:
+            self._text = text
+            self.refresh(layout=True)
 
     def render(self) -> Text:
         return self._text
