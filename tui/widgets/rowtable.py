@@ -118,6 +118,7 @@ class RowTable(ScrollView, Generic[K], can_focus=True):
         self._cells: dict[K, Sequence[Text]] = {}
         self._layout: tuple[int, list[int], list[int]] | None = None
         self._styles_seen: tuple[Style, ...] = ()
+        self._width_seen = 0
 
     # -- what a subclass provides ----------------------------------------------------------------
 
@@ -297,8 +298,12 @@ class RowTable(ScrollView, Generic[K], can_focus=True):
 
     def on_resize(self, event: events.Resize) -> None:
         self.virtual_size = Size(event.size.width, len(self.keys) + 1)
-        self._cache.clear()
-        self._layout = None
+        # A tab shown again is resized to the width it had: its lines (kept by width) stay.
+        width = event.size.width
+        if width and width != self._width_seen:
+            self._width_seen = width
+            self._cache.clear()
+            self._layout = None
         self.call_after_refresh(self.scroll_to_cursor)
 
     # -- moving -------------------------------------------------------------------------------
