@@ -34,16 +34,17 @@ FOCUS = {"instances": "#instance-table", "inbox": "#inbox-table", "attention": "
 class MainScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = list(MAIN)
 
-    # What the parts show, set by the App and bound down in compose.
-    version = reactive(0, init=False)
-    person: reactive[str | None] = reactive(None, init=False)
-    grants = reactive("", init=False)
-    paused = reactive(False, init=False)
-    watching = reactive(True, init=False)
-    as_of = reactive("", init=False)
-    problems = reactive(0, init=False)
-    reading = reactive(0, init=False)
-    preset = reactive(0, init=False)
+    # What the parts show, set by the App and bound down in compose. The screen draws none of
+    # it itself: a change repaints the parts bound to it, not the whole screen.
+    version = reactive(0, init=False, repaint=False)
+    person: reactive[str | None] = reactive(None, init=False, repaint=False)
+    grants = reactive("", init=False, repaint=False)
+    paused = reactive(False, init=False, repaint=False)
+    watching = reactive(True, init=False, repaint=False)
+    as_of = reactive("", init=False, repaint=False)
+    problems = reactive(0, init=False, repaint=False)
+    reading = reactive(0, init=False, repaint=False)
+    preset = reactive(0, init=False, repaint=False)
 
     def __init__(self, room: RoomApp) -> None:
         super().__init__()
