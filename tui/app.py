@@ -150,6 +150,7 @@ class RoomApp(App[None]):
         self._models: list[InstanceModel] | None = None
         self._models_lock = threading.Lock()
         self._main: MainScreen | None = None
+        self.open_error: Exception | None = None
         self.bell_on = bell
         self.watching = watch
         self.paused = False
@@ -247,9 +248,10 @@ class RoomApp(App[None]):
 
             for model in models:
                 model.interaction_policy()
-        except Exception as exc:  # an instance that cannot be opened: said, and the room ends
-            message = f"{type(exc).__name__}: {exc}"
-            self.call_from_thread(self.exit, None, 1, message)
+        except Exception as exc:  # an instance that cannot be opened: the room ends, and the
+            # command says why as it says any error (``open_error``)
+            self.open_error = exc
+            self.call_from_thread(self.exit, None, 1)
             return
         self.post_message(self.Opened())
         for index in range(len(models)):
@@ -260,31 +262,16 @@ class RoomApp(App[None]):
     class Opened(Message):
         """The models are built: the room can open."""
 
-    async def on_room_app_opened(self, _message: Opened | None = None) -> None:
-        await self._opened()
-
-    async def _opened(self) -> None:
-        from .dialogs import PersonPicker
-        from .model import grants, resolve_person
+    async def on_room_app_opened(self, _message: Opened) -> None:
+        """The models are built (their first reads go on, on the opening worker)."""
+        from .model import resolve_person
         from .remote import RemoteInstanceModel
-        from .screens.main import MainScreen
 
-        if len(self.screen_stack) > 1:  # help or the quit question is up: open beneath it after
-            self.set_timer(0.1, self._opened)
-            return
+        self._folding.update(range(len(self.models)))
         policy = self.models[0].interaction_policy() if self.models else None
         self.person, self.person_source = resolve_person(self._given_person, policy, self._env)
-        main = MainScreen(self)
-        await self.push_screen(main)
-        self._main = main
-        if self.person is None and self.models:
-            people = [(p.name, grants(p)) for p in (policy.people if policy else [])]
-            if people:
-                self.push_screen(PersonPicker(people, self.person_source), self._picked)
-        else:
+        if self.person is not None:
             self._start_presence()
-        self._show_person()
-        self._folding.update(range(len(self.models)))  # the first reads, on the opening worker
         for index, model in enumerate(self.models):
             if isinstance(model, RemoteInstanceModel):  # its stream says when it changed
                 model.start(partial(self._remote_changed, index))
@@ -293,6 +280,32 @@ class RoomApp(App[None]):
             if local:
                 self.watch_instances(local)
             self.set_interval(SAFETY_NET_S, self._safety_net)
+        await self._show_main()
+
+    async def _show_main(self) -> None:
+        """The main screen over the first one; beneath a dialog a person opened meanwhile
+        (help, the quit question), it waits for the dialog to close."""
+        from .dialogs import PersonPicker
+        from .model import grants
+        from .screens.main import MainScreen
+
+        if len(self.screen_stack) > 1:
+            self.set_timer(0.1, self._show_main)
+            return
+        main = MainScreen(self)
+        await self.push_screen(main)
+        self._main = main
+        if self.person is None and self.models:
+            policy = self.models[0].interaction_policy()
+            people = [(p.name, grants(p)) for p in (policy.people if policy else [])]
+            if people:
+                self.push_screen(PersonPicker(people, self.person_source), self._picked)
+        self._show_person()
+        # What was read while the first screen was up.
+        self._show_unshown()
+        if self.last_refresh is not None:
+            main.as_of = _hms(self.last_refresh)
+        main.problems = sum(m.problem_count for m in self.models)
 
     def _picked(self, person: str | None) -> None:
         """At start: a cancel (esc) leaves the room looking only."""

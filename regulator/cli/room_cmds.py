@@ -73,13 +73,16 @@ def cmd_room(args: argparse.Namespace) -> int:
     except ModuleNotFoundError:
         from tui.app import RoomApp  # a source checkout or an editable install
 
+    app = RoomApp(
+        [*roots, *remotes],
+        person=person,
+        bell=not args.no_bell,
+        definition=Path(override) if override else None,
+    )
     try:
-        RoomApp(
-            [*roots, *remotes],
-            person=person,
-            bell=not args.no_bell,
-            definition=Path(override) if override else None,
-        ).run()
+        app.run()
     finally:
         stop.set()
+    if app.open_error is not None:  # the instance could not be opened: said as any error is
+        raise app.open_error
     return 0

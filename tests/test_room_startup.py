@@ -1,0 +1,273 @@
+"""The room at start and at rest: a first screen before the core is imported, instances read
+one after another and shown as they come in, and an idle room that reads and redraws nothing.
+
+Each test is named after what it shows a person.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.widgets import Static
+from textual.widgets._footer import FooterKey
+
+import tui.app
+import tui.remote
+from regulator.cli.main import main
+from regulator.host.presence import Heartbeat, PresenceFile, present
+from regulator.rules.ledger import Ledger
+from regulator.store import Layout
+from tui.app import RoomApp
+from tui.dialogs import HelpScreen
+from tui.widgets.banners import WaitingBanner
+from tui.widgets.topbar import TopBar
+
+from .room_fixture import build_fixture, copy_fixture, fixed_clock, settled
+from .test_room_deliberate import a_session_waits
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_fixture(tmp_path_factory.mktemp("room-startup") / "calc")
+
+
+@pytest.fixture
+def demo(built: Path, tmp_path: Path) -> Path:
+    return copy_fixture(built, tmp_path / "calc")
+
+
+def app_for(*roots: Path, **kw: Any) -> RoomApp:
+    kw.setdefault("keymap", roots[0].parent / "no-keymap.yaml")
+    kw.setdefault("watch", False)
+    return RoomApp(list(roots), person="alice", clock=fixed_clock, presence=False, **kw)
+
+
+async def wait_for(pilot: Any, condition: Callable[[], bool], seconds: float = 10) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        await pilot.pause(0.02)
+
+
+def open_obligation(root: Path, subject: str) -> str:
+    return (
+        Ledger(Layout(root))
+        .open_obligation(
+            subject=subject,
+            unit="u-late",
+            concern="audit-finding",
+            sources=["m-late"],
+            severity="blocking",
+            consumer="human",
+            blocks=True,
+        )
+        .id
+    )
+
+
+# --- the first screen -------------------------------------------------------------------------
+
+
+def test_importing_the_room_imports_no_record_models_policies_or_readers() -> None:
+    # What the first screen waits for: the CLI's room command and the App's module, nothing of
+    # the core beyond them (pydantic and the readers are most of the start-up time).
+    probe = (
+        "import sys\n"
+        "import regulator.cli.main, regulator.cli.room_cmds, tui.app\n"
+        "heavy = ('pydantic', 'regulator.rules.ledger', 'regulator.rules.regulatory_log',\n"
+        "         'regulator.policy', 'regulator.host', 'regulator.views', 'tui.model',\n"
+        "         'tui.screens', 'tui.dialogs', 'tui.remote')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True
+    )
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.asyncio
+async def test_the_first_screen_shows_the_keys_and_what_is_read_before_the_models_exist(
+    demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gate = threading.Event()
+    open_model = tui.remote.open_model
+
+    def slow_open(root: Any, **kw: Any) -> Any:
+        gate.wait(timeout=15)  # the core takes its time to import and read the policies
+        return open_model(root, **kw)
+
+    monkeypatch.setattr(tui.remote, "open_model", slow_open)
+    app = app_for(demo)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_for(pilot, lambda: bool(app.screen.query("#opening")))
+        top = str(app.screen.query_one(TopBar).render())
+        assert "acting as alice" in top and "reading 1 instance" in top
+        assert "reading calc…" in str(app.screen.query_one("#opening", Static).render())
+        await wait_for(pilot, lambda: bool(app.screen.query(FooterKey)))
+        keys = [key.key for key in app.screen.query(FooterKey)]
+        assert keys[:2] == ["question_mark", "q"]
+        assert app._models is None and app.main is None
+        # Keys work meanwhile, and the room opens beneath a dialog a person opened.
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        gate.set()
+        await wait_for(pilot, lambda: app._models is not None and app.models[0].loaded)
+        await wait_for(pilot, lambda: not app._folding)  # the first read is in, help still up
+        assert isinstance(app.screen, HelpScreen) and app.main is None
+        await pilot.press("escape")
+        await settled(pilot)
+        main = app.main
+        assert main is not None and app.screen is main
+        assert len(main.inbox_table.keys) == 6
+
+
+def test_an_instance_that_cannot_be_opened_ends_the_room_and_the_command_names_why(
+    demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    policies = demo / "regulator" / "policies"
+    shutil.rmtree(policies, ignore_errors=True)
+    policies.parent.mkdir(exist_ok=True)
+    policies.write_text("not a directory\n")
+    run = RoomApp.run
+    monkeypatch.setattr(RoomApp, "run", lambda self: run(self, headless=True))
+    assert main(["room", str(demo), "--as", "alice"]) != 0
+    err = capsys.readouterr().err
+    assert "policies" in err and "directory" in err
+
+
+# --- reading -----------------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_while_an_instance_is_still_read_the_ones_read_already_are_shown(
+    demo: Path, tmp_path: Path
+) -> None:
+    other = copy_fixture(demo, tmp_path / "other" / "calc2")
+    app = app_for(demo, other)
+    slow = app.models[1]
+    gate = threading.Event()
+    fold = slow.refresh
+
+    def slow_fold(paths: Any = None) -> Any:
+        gate.wait(timeout=15)
+        return fold(paths)
+
+    slow.refresh = slow_fold  # type: ignore[method-assign]
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_for(pilot, lambda: app.main is not None and bool(app.main.inbox.index.keys))
+        main = app.main
+        assert main is not None
+        assert {key.instance for key in main.inbox.index.keys} == {0}
+        assert "reading 1 instance" in str(main.query_one("#topbar").render())
+        gate.set()
+        await settled(pilot)
+        assert {key.instance for key in main.inbox.index.keys} == {0, 1}
+
+
+@pytest.mark.asyncio
+async def test_one_watcher_tells_each_instance_of_its_own_changes(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tui.app, "SAFETY_NET_S", 1000.0)  # only the watcher may tell
+    other = copy_fixture(demo, tmp_path / "other" / "calc2")
+    app = app_for(demo, other, watch=True)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settled(pilot)
+        assert [w.name for w in app.workers if w.group == "watch"] == ["watch_instances"]
+        oid = open_obligation(other, "only the second instance changed")
+        await wait_for(pilot, lambda: oid in app.models[1].log.obligations)
+        assert oid not in app.models[0].log.obligations
+
+
+def test_presence_files_do_not_wake_the_rooms_watcher() -> None:
+    state = "/srv/repo/.regulator"
+    assert not tui.app._watch_filter(None, f"{state}/presence/host-41.json")
+    assert tui.app._watch_filter(None, f"{state}/signals.ndjson")
+
+
+# --- at rest -----------------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_an_idle_room_reads_an_instance_again_only_when_its_log_changed(
+    demo: Path,
+) -> None:
+    app = app_for(demo)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settled(pilot)
+        model = app.models[0]
+        reads = 0
+        fold = model.refresh
+
+        def counted(paths: Any = None) -> Any:
+            nonlocal reads
+            reads += 1
+            return fold(paths)
+
+        model.refresh = counted  # type: ignore[method-assign]
+        app._safety_net()
+        await settled(pilot)
+        assert reads == 0
+        oid = open_obligation(demo, "appended while the room rested")
+        app._safety_net()
+        await settled(pilot)
+        assert reads == 1 and oid in model.log.obligations
+
+
+@pytest.mark.asyncio
+async def test_the_countdown_ticks_only_while_a_session_waits_and_a_same_banner_is_not_redrawn(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = app_for(demo)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settled(pilot)
+        main = app.main
+        assert main is not None
+        banner = main.query_one(WaitingBanner)
+        assert not banner.display and banner._ticking is None
+        redraws: list[dict[str, Any]] = []
+
+        def refresh(**kw: Any) -> WaitingBanner:
+            redraws.append(kw)
+            return banner
+
+        monkeypatch.setattr(banner, "refresh", refresh)
+        banner.update()
+        banner.update()
+        assert redraws == []
+
+    waiting = copy_fixture(demo, tmp_path / "waiting" / "calc")
+    a_session_waits(waiting)
+    app = app_for(waiting)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settled(pilot)
+        main = app.main
+        assert main is not None
+        banner = main.query_one(WaitingBanner)
+        assert banner.display and banner._ticking is not None
+
+
+def test_presence_is_kept_fresh_by_a_thread_of_its_own_and_removed_when_it_stops(
+    demo: Path,
+) -> None:
+    layout = Layout(demo)
+    heartbeat = Heartbeat([PresenceFile(layout, "alice", fixed_clock)], every=0.02).start()
+    deadline = time.monotonic() + 10
+    while heartbeat.beats < 3:
+        assert time.monotonic() < deadline, "no heartbeat"
+        time.sleep(0.01)
+    assert [p.person for p in present(layout, fixed_clock)] == ["alice"]
+    heartbeat.stop()
+    beats = heartbeat.beats
+    assert layout.list_presence() == []
+    assert not heartbeat._thread.is_alive() and heartbeat.beats == beats
