@@ -28,6 +28,7 @@ from regulator.store import Layout
 from tui.app import RoomApp
 from tui.dialogs import HelpScreen
 from tui.widgets.banners import WaitingBanner
+from tui.widgets.reading import Reading
 from tui.widgets.topbar import TopBar
 
 from .room_fixture import build_fixture, copy_fixture, fixed_clock, settled
@@ -149,7 +150,7 @@ def test_an_instance_that_cannot_be_opened_ends_the_room_and_the_command_names_w
 
 
 @pytest.mark.asyncio
-async def test_while_an_instance_is_still_read_the_ones_read_already_are_shown(
+async def test_while_an_instance_is_still_read_the_ones_read_already_are_shown_and_it_says_so(
     demo: Path, tmp_path: Path
 ) -> None:
     other = copy_fixture(demo, tmp_path / "other" / "calc2")
@@ -169,6 +170,11 @@ async def test_while_an_instance_is_still_read_the_ones_read_already_are_shown(
         assert main is not None
         assert {key.instance for key in main.inbox.index.keys} == {0}
         assert "reading 1 instance" in str(main.query_one("#topbar").render())
+        # Meanwhile the tables say so, still: a spinner's redraws would take the interpreter
+        # from the read they wait for.
+        cover = main.inbox_table._cover_widget
+        assert isinstance(cover, Reading) and cover.auto_refresh is None
+        assert "reading…" in str(cover.render())
         gate.set()
         await settled(pilot)
         assert {key.instance for key in main.inbox.index.keys} == {0, 1}

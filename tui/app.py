@@ -32,6 +32,7 @@ from textual.binding import Binding, BindingType
 from textual.command import Provider
 from textual.message import Message
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import Static
 
 from regulator.protocol.clock import iso
@@ -212,15 +213,23 @@ class RoomApp(App[None]):
         """The first screen, drawn before the core is imported: the top bar, the keys, and
         what is being read. The main screen covers it once the models are built."""
         top = TopBar(id="opening-topbar", classes="topbar")
-        top.person = self.person
+        top.person = self.person or "…"  # the OS user is looked up in the policy, being read
+        top.grants = "reading the policy…"
         top.watching = self.watching
         top.reading = len(self.roots)
         yield top
-        yield Static(
+        opening = Static(
             Text("\n".join(f"◌ reading {_name(root)}…" for root in self.roots), style="italic"),
             id="opening",
         )
+        opening.styles.padding = (1, 2)
+        yield opening
         yield RoomFooter()
+
+    def get_loading_widget(self) -> Widget:
+        from .widgets.reading import Reading
+
+        return Reading()
 
     def on_mount(self) -> None:
         keymap, errors = load_keymap(self.keymap_file, all_ids())
@@ -241,22 +250,24 @@ class RoomApp(App[None]):
         again under the others)."""
         try:
             models = self.models
-            # What the main screen and the first keys need, imported here rather than on the
-            # UI thread.
-            from . import dialogs  # noqa: F401
-            from .screens import inspector, main  # noqa: F401
+            from .screens import main  # noqa: F401 (imported here, not on the UI thread)
 
-            for model in models:
-                model.interaction_policy()
+            if models:
+                models[0].interaction_policy()  # who acts, when nobody was named
         except Exception as exc:  # an instance that cannot be opened: the room ends, and the
             # command says why as it says any error (``open_error``)
             self.open_error = exc
             self.call_from_thread(self.exit, None, 1)
             return
         self.post_message(self.Opened())
-        for index in range(len(models)):
+        # What the first change and the first keys need, while the main screen goes up.
+        from . import dialogs  # noqa: F401
+        from .screens import inspector  # noqa: F401
+
+        for index, model in enumerate(models):
             if self._stop.is_set():
                 return
+            model.interaction_policy()  # the inbox asks it for every row
             self._fold(index, None)
 
     class Opened(Message):

@@ -45,7 +45,7 @@ class TopBar(Widget):
         status = self.status()
         width = max(0, self.size.width)
         name = (self.person or "nobody", "bold")
-        grants = f" ({self.grants})" if self.person else " (looking only)"
+        grants = (f" ({self.grants})" if self.grants else "") if self.person else " (looking only)"
         for who in (
             Text.assemble(("regulator ", "bold"), "· acting as ", name, grants),
             Text.assemble("acting as ", name, grants),
