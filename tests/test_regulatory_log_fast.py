@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
@@ -196,6 +196,7 @@ def assert_same_fold(fast: RegulatoryLog, reference: ReferenceFold) -> None:
     for key in theirs:
         assert mine[key] == theirs[key], key
     assert fast.unrouted() == reference_unrouted(reference)
+    assert_per_unit_lists_are_the_scans(fast)
 
 
 def reference_unrouted(reference: ReferenceFold) -> list[Any]:
@@ -1031,3 +1032,145 @@ def test_a_half_written_last_line_leaves_no_snapshot_until_it_is_whole(
     reference, reference_entries = read_reference(layout)
     assert_same_fold(again, reference)
     assert_same_entries(entries, reference_entries)
+
+
+# --- the per-unit lists ---------------------------------------------------------------------
+
+UNITS = ["u1", "u2", "u3"]
+
+
+def assert_per_unit_lists_are_the_scans(log: RegulatoryLog) -> None:
+    """``obligations_of`` and the like hold exactly the filtered scan of the dicts, in order."""
+
+    def same(mine: list[Any], scan: list[Any]) -> None:
+        assert len(mine) == len(scan) and all(a is b for a, b in zip(mine, scan, strict=True))
+
+    for unit in [*UNITS, "nobody"]:
+        same(log.obligations_of(unit), [s for s in log.obligations.values() if s.unit == unit])
+        same(
+            log.messages_of(unit),
+            [
+                m
+                for m in log.messages.values()
+                if m.unit == unit or unit in (getattr(m, "affected_units", None) or ())
+            ],
+        )
+        same(
+            log.interactions_of(unit),
+            [i for i in log.interactions.values() if i.request.unit == unit],
+        )
+
+
+_OPENED: dict[str, Any] = {
+    "type": "obligation-opened",
+    "at": "2026-12-01T09:00:00.014Z",
+    "by": "S3",
+    "obligation": {
+        "subject": "tests fail",
+        "concern": "operational-signal",
+        "sources": ["m-x"],
+        "severity": "blocking",
+        "consumer": "S3",
+        "blocks": True,
+        "openedAt": "2026-12-01T09:00:00.014Z",
+        "openedBy": "S3",
+    },
+}
+_REQUESTED: dict[str, Any] = {
+    "type": "interaction-requested",
+    "at": "2026-12-01T09:00:00.105Z",
+    "by": "S1",
+    "request": {
+        "kind": "recap",
+        "subject": "wording",
+        "question": "Fine?",
+        "severity": "advisory",
+        "evidence": [],
+        "raisedBy": "S1",
+        "raisedAt": "2026-12-01T09:00:00.098Z",
+        "timeoutMs": 30000,
+        "channel": "none",
+    },
+}
+_unit = st.sampled_from([None, *UNITS])
+_step = st.one_of(
+    # A message; a few ids, so that some arrive again (replacing the first, maybe another unit).
+    st.tuples(
+        st.just("message"),
+        st.integers(0, 4),
+        _unit,
+        st.none() | st.lists(st.sampled_from(UNITS), max_size=3),
+    ),
+    st.tuples(st.just("opened"), st.integers(0, 30), _unit),  # an id opened twice is refused
+    st.tuples(st.just("asked"), st.integers(0, 3), _unit),  # a question asked again replaces
+    st.tuples(st.sampled_from(["refresh", "cold start", "replace the log"])),
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=st.lists(_step, max_size=25))
+@example(  # a unit named twice by one message; a message and a question each replaced
+    steps=[
+        ("message", 0, "u1", ["u1", "u2"]),
+        ("asked", 0, "u1"),
+        ("refresh",),
+        ("message", 0, "u2", None),
+        ("asked", 0, "u2"),
+        ("opened", 1, "u1"),
+        ("refresh",),
+        ("cold start",),
+    ]
+)
+def test_each_units_obligations_messages_and_questions_are_the_filtered_scans(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[Any, ...]]
+) -> None:
+    root = tmp_path_factory.mktemp("units") / "instance"
+    (root / ".regulator").mkdir(parents=True)
+    layout = Layout(root)
+    layout.signals.write_bytes(b"")
+    follower = RegulatoryLog(layout)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rl, "SNAPSHOT_AFTER_LINES", 1)  # every cold start writes, the next reads
+        for step in steps:
+            if step[0] == "message":
+                _, n, unit, affected = step
+                if affected is None:
+                    line = message("operational-signal", "s", id=f"m{n}", unit=unit)
+                else:
+                    line = message("intelligence-signal", "s", id=f"m{n}", unit=unit)
+                    line["affectedUnits"] = affected
+                raw(layout, orjson.dumps({k: v for k, v in line.items() if v is not None}))
+            elif step[0] == "opened":
+                _, n, unit = step
+                ob = {**_OPENED["obligation"], "id": f"o{n}", "unit": unit}
+                opened = {**_OPENED, "id": f"e{n}", "obligation": ob}
+                if unit is None:
+                    del ob["unit"]
+                raw(layout, orjson.dumps(opened))
+            elif step[0] == "asked":
+                _, n, unit = step
+                request = {**_REQUESTED["request"], "id": f"r{n}", "obligationId": f"o{n}"}
+                if unit is not None:
+                    request["unit"] = unit
+                raw(layout, orjson.dumps({**_REQUESTED, "id": f"q{n}", "request": request}))
+            elif step[0] == "refresh":
+                follower.refresh()
+                assert_per_unit_lists_are_the_scans(follower)
+            elif step[0] == "cold start":  # asked before its first refresh, and after
+                cold = RegulatoryLog(layout)
+                assert_per_unit_lists_are_the_scans(cold)
+                cold.refresh()
+                assert_per_unit_lists_are_the_scans(cold)
+            else:  # the same lines under a new inode: the follower starts over
+                copy = layout.signals.with_name("copy.ndjson")
+                copy.write_bytes(layout.signals.read_bytes())
+                copy.replace(layout.signals)
+        follower.refresh()
+        assert_per_unit_lists_are_the_scans(follower)
+        cold, _ = read_fast(layout)
+        assert_per_unit_lists_are_the_scans(cold)
+        # Every line was taken (the only problems: an obligation opened a second time, and
+        # the notice of a restart that a snapshot written after it carries).
+        assert all(
+            p.message == RESTART_MESSAGE or "second time" in p.message for p in cold.problems
+        )

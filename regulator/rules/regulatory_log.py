@@ -47,7 +47,7 @@ from regulator.protocol.interaction import (
     InteractionRequest,
     InteractionRequested,
 )
-from regulator.protocol.messages import MESSAGE_MODELS, VsmMessage
+from regulator.protocol.messages import MESSAGE_MODELS, IntelligenceSignal, VsmMessage
 from regulator.protocol.obligations import (
     Delivery,
     MessageNoted,
@@ -186,6 +186,15 @@ class RegulatoryLog:
         self.fold_problems: list[Problem] = []
         self.lines = 0
         self._sink.clear()
+        self._index_units()
+
+    def _index_units(self) -> None:
+        # The per-unit lists of ``obligations_of`` and the like, each ``None`` until first
+        # asked for (a cold load or a restore builds none of them), then kept by the fold;
+        # ``None`` again when an id seen again replaces its value in place.
+        self._unit_obligations: dict[str | None, list[ObligationState]] | None = None
+        self._unit_messages: dict[str | None, list[VsmMessage]] | None = None
+        self._unit_interactions: dict[str | None, list[InteractionState]] | None = None
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -259,15 +268,23 @@ class RegulatoryLog:
             if ob.id in self.obligations:
                 self._problem(line, f"obligation {ob.id} is opened a second time")
                 return
-            self.obligations[ob.id] = _opened_state(entry)
+            state = _opened_state(entry)
+            self.obligations[ob.id] = state
             self.cited.update(ob.sources)
+            if self._unit_obligations is not None:
+                _add(self._unit_obligations, ob.unit, state)
         elif kind is MessageNoted:
             assert isinstance(entry, MessageNoted)
             self.cited.add(entry.message)
         elif kind is InteractionRequested:
             assert isinstance(entry, InteractionRequested)
             request = entry.request
-            self.interactions[request.id] = InteractionState(request)
+            asked = InteractionState(request)
+            if request.id in self.interactions:
+                self._unit_interactions = None  # replaced in place: its list is rebuilt
+            elif self._unit_interactions is not None:
+                _add(self._unit_interactions, request.unit, asked)
+            self.interactions[request.id] = asked
             self._by_obligation[request.obligation_id] = request.id
         elif kind is InteractionAnswered:
             assert isinstance(entry, InteractionAnswered)
@@ -283,6 +300,10 @@ class RegulatoryLog:
             )
         else:
             message = cast(VsmMessage, entry)
+            if message.id in self.messages:
+                self._unit_messages = None  # replaced in place: its lists are rebuilt
+            elif self._unit_messages is not None:
+                _index_message(self._unit_messages, message)
             self.messages[message.id] = message
 
     # -- the snapshot -----------------------------------------------------------------------
@@ -353,6 +374,7 @@ class RegulatoryLog:
         self.cited = fold.cited
         self.fold_problems = fold_problems
         self.lines = lines
+        self._index_units()
         self._reader.resume(
             identity=(key.dev, key.ino),
             offset=key.offset,
@@ -379,6 +401,54 @@ class RegulatoryLog:
     def interaction_for(self, obligation_id: str) -> InteractionState | None:
         request_id = self._by_obligation.get(obligation_id)
         return self.interactions.get(request_id) if request_id is not None else None
+
+    def obligations_of(self, unit_id: str) -> list[ObligationState]:
+        """The obligations naming ``unit_id``, in the order they were opened."""
+        index = self._unit_obligations
+        if index is None:
+            index = {}
+            for state in self.obligations.values():
+                _add(index, state.unit, state)
+            self._unit_obligations = index
+        return list(index.get(unit_id, ()))
+
+    def messages_of(self, unit_id: str) -> list[VsmMessage]:
+        """The messages naming ``unit_id`` (as their unit, or an intelligence signal's
+        affected unit), in ``messages`` order."""
+        index = self._unit_messages
+        if index is None:
+            index = {}
+            for message in self.messages.values():
+                _index_message(index, message)
+            self._unit_messages = index
+        return list(index.get(unit_id, ()))
+
+    def interactions_of(self, unit_id: str) -> list[InteractionState]:
+        """The questions ``unit_id`` asked, in ``interactions`` order."""
+        index = self._unit_interactions
+        if index is None:
+            index = {}
+            for interaction in self.interactions.values():
+                _add(index, interaction.request.unit, interaction)
+            self._unit_interactions = index
+        return list(index.get(unit_id, ()))
+
+
+def _add(index: dict[str | None, list[Any]], unit: str | None, value: Any) -> None:
+    found = index.get(unit)
+    if found is None:
+        index[unit] = [value]
+    else:
+        found.append(value)
+
+
+def _index_message(index: dict[str | None, list[VsmMessage]], message: VsmMessage) -> None:
+    unit = message.unit
+    _add(index, unit, message)
+    if isinstance(message, IntelligenceSignal) and message.affected_units:
+        for other in dict.fromkeys(message.affected_units):
+            if other != unit:
+                _add(index, other, message)
 
 
 def _apply(state: ObligationState, event: Any) -> None:
