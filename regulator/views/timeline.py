@@ -158,6 +158,10 @@ class Replay(Mapping[str, TimelineRow]):
     def __getitem__(self, ref: str) -> TimelineRow:
         return self.row(self._index[ref])
 
+    def position(self, ref: str) -> int | None:
+        """Where the row ``ref`` stands in time order (None: no such row)."""
+        return self._index.get(ref)
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._index)
 

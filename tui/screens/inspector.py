@@ -36,7 +36,7 @@ from ..keys import TimelineKey
 from ..model import InstanceModel
 from ..render import one_line, plain
 from ..widgets.footer import RoomFooter
-from ..widgets.timeline import KIND_GLYPH, TimelineTable
+from ..widgets.timeline import KIND_GLYPH, TimelineKeys, TimelineTable
 
 KIND_FILTER_DEBOUNCE_S = 0.05
 
@@ -162,7 +162,7 @@ class UnitInspector(Screen[None]):
         self,
         rows: Replay,
         kinds: set[str],
-        keys: list[TimelineKey],
+        keys: TimelineKeys,
         budgets: Text,
         contract: Text,
         report: Text,

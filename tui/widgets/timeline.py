@@ -7,8 +7,9 @@ into view, so a unit with 50,000 records costs what a screenful costs to show.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from typing import Any
+from bisect import bisect_left
+from collections.abc import Collection, Iterator, Sequence
+from typing import Any, overload
 
 from rich.text import Text
 
@@ -38,6 +39,63 @@ KIND_GLYPH = {
 }
 
 
+def _place(entry: int) -> int:
+    # A group header sits just before the row it heads: the entries' places rise.
+    return 2 * entry if entry >= 0 else 2 * (-entry - 1) - 1
+
+
+class TimelineKeys(Sequence[TimelineKey]):
+    """The table's keys, kept as numbers: a row's position in the replay, or ``-1 - position``
+    for the header of the attempt that row begins.
+
+    A unit's 50,000 rows are 50,000 numbers the cycle collector never walks (a key object a
+    row it walked at each collection on the UI thread); a key is made when it is read."""
+
+    __slots__ = ("_entries", "_rows")
+
+    def __init__(self, rows: Replay, entries: list[int]) -> None:
+        self._rows = rows
+        self._entries = entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @overload
+    def __getitem__(self, index: int) -> TimelineKey: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[TimelineKey]: ...
+    def __getitem__(self, index: int | slice) -> TimelineKey | list[TimelineKey]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self._entries)))]
+        if index < 0:
+            index += len(self._entries)
+        entry = self._entries[index]  # IndexError past the end, as a list
+        if entry >= 0:
+            return TimelineKey(self._rows.refs[entry], self._rows.attempts[entry])
+        return TimelineKey(f"group-{index}", self._rows.attempts[-entry - 1], group=True)
+
+    def __iter__(self) -> Iterator[TimelineKey]:
+        return (self[i] for i in range(len(self._entries)))
+
+    def group_rows(self) -> list[int]:
+        return [i for i, entry in enumerate(self._entries) if entry < 0]
+
+    def locate(self, key: TimelineKey) -> int | None:
+        """Where ``key`` is among these keys (None: not among them)."""
+        if key.group:
+            number = key.ref.removeprefix("group-")
+            if not number.isdigit() or int(number) >= len(self._entries):
+                return None
+            place = int(number)
+            return place if self._entries[place] < 0 and self[place] == key else None
+        position = self._rows.position(key.ref)
+        if position is None:
+            return None
+        at = bisect_left(self._entries, 2 * position, key=_place)
+        found = at < len(self._entries) and self._entries[at] == position
+        return at if found and self[at] == key else None
+
+
 class TimelineTable(RowTable[TimelineKey]):
     EMPTY = "no records name this unit"
 
@@ -58,28 +116,29 @@ class TimelineTable(RowTable[TimelineKey]):
         self.FLEX_MIN = 30
 
     @staticmethod
-    def keys_for(rows: Replay, kinds: Collection[str] = ()) -> list[TimelineKey]:
+    def keys_for(rows: Replay, kinds: Collection[str] = ()) -> TimelineKeys:
         """The table's keys for ``rows``: only ``kinds`` when given, a header per attempt.
 
         Reads no row's text (any thread may call it, a worker before ``show``)."""
-        keys: list[TimelineKey] = []
+        entries: list[int] = []
+        add = entries.append
         current: int | str | None = "start"
-        for ref, kind, attempt in zip(rows.refs, rows.kinds, rows.attempts, strict=True):
+        for position, (kind, attempt) in enumerate(zip(rows.kinds, rows.attempts, strict=True)):
             if kinds and kind not in kinds:
                 continue
             if attempt != current:
                 # A group header where the attempt changes: the replay reads attempt by attempt.
-                keys.append(TimelineKey(f"group-{len(keys)}", attempt, group=True))
+                add(-1 - position)
                 current = attempt
-            keys.append(TimelineKey(ref, attempt))
-        return keys
+            add(position)
+        return TimelineKeys(rows, entries)
 
     def show(
         self,
         rows: Replay,
         kinds: set[str] | None = None,
         *,
-        keys: list[TimelineKey] | None = None,
+        keys: TimelineKeys | None = None,
     ) -> None:
         """Show ``rows`` (time order), only ``kinds`` when given, a header per attempt.
 
@@ -106,8 +165,17 @@ class TimelineTable(RowTable[TimelineKey]):
             plain(f"{row.title}" + (f" — {row.detail}" if row.detail else ""), self.redactor),
         ]
 
+    def locate(self, key: TimelineKey) -> int | None:
+        keys = self.keys
+        if isinstance(keys, TimelineKeys):
+            return keys.locate(key) if isinstance(key, TimelineKey) else None
+        return super().locate(key)
+
     def group_rows(self) -> list[int]:
-        return [i for i, k in enumerate(self.keys) if k.group]
+        keys = self.keys
+        if isinstance(keys, TimelineKeys):
+            return keys.group_rows()
+        return [i for i, k in enumerate(keys) if k.group]
 
 
-__all__ = ["KIND_GLYPH", "TimelineTable"]
+__all__ = ["KIND_GLYPH", "TimelineKeys", "TimelineTable"]
