@@ -578,10 +578,9 @@ class _Builder:
 
     def regulatory(self, log: RegulatoryLog) -> None:
         unit_id = self.unit_id
-        for state in log.interactions.values():
+        # The log keeps each unit's records apart: no scan of every record of the instance.
+        for state in log.interactions_of(unit_id):
             request = state.request
-            if request.unit != unit_id:
-                continue
             if request.attempt is not None:
                 self.links[request.obligation_id] = request.attempt
             self.add(
@@ -610,35 +609,30 @@ class _Builder:
         ats, kinds, refs = rows.ats.append, rows.kinds.append, rows.refs.append
         attempts, ranks, sources = rows.attempts.append, rows.ranks.append, rows.sources.append
         messages = rows.messages
-        for message in log.messages.values():
-            if _names(message, unit_id):
-                ats(message.timestamp)
-                kinds("message")
-                refs(f"message:{message.id}")
-                # An audit finding shares its verdict's id, an escalation's signal its
-                # decision's.
-                attempts(self.links.get(message.id))
-                ranks(_RANK_CONTENT)
-                sources(len(messages) * 3 + _MESSAGE)
-                messages.append(message)
+        for message in log.messages_of(unit_id):
+            ats(message.timestamp)
+            kinds("message")
+            refs(f"message:{message.id}")
+            # An audit finding shares its verdict's id, an escalation's signal its decision's.
+            attempts(self.links.get(message.id))
+            ranks(_RANK_CONTENT)
+            sources(len(messages) * 3 + _MESSAGE)
+            messages.append(message)
         obligations, events = rows.obligations, rows.events
-        for obligation in log.obligations.values():
-            if obligation.unit == unit_id:
-                for event in obligation.history:
-                    ats(event.at)
-                    refs(f"obligation-event:{event.id}")
-                    if isinstance(event, ObligationOpened):
-                        kinds("obligation")
-                        attempts(self._cited_attempt(obligation))
-                    else:
-                        kinds(
-                            "delivery" if isinstance(event, ObligationDelivered) else "obligation"
-                        )
-                        attempts(None)
-                    ranks(_RANK_CONTENT)
-                    sources(len(events) * 3 + _EVENT)
-                    obligations.append(obligation)
-                    events.append(event)
+        for obligation in log.obligations_of(unit_id):
+            for event in obligation.history:
+                ats(event.at)
+                refs(f"obligation-event:{event.id}")
+                if isinstance(event, ObligationOpened):
+                    kinds("obligation")
+                    attempts(self._cited_attempt(obligation))
+                else:
+                    kinds("delivery" if isinstance(event, ObligationDelivered) else "obligation")
+                    attempts(None)
+                ranks(_RANK_CONTENT)
+                sources(len(events) * 3 + _EVENT)
+                obligations.append(obligation)
+                events.append(event)
 
     def _answer(self, request_id: str, kind: str, index: int, answer: Answer) -> _Draft:
         by = _flat(answer.by)
@@ -868,13 +862,6 @@ def _duration(start: datetime | None, end: datetime | None) -> str:
         return f"{minutes} min {secs} s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes} min"
-
-
-def _names(message: VsmMessage, unit_id: str) -> bool:
-    if message.unit == unit_id:
-        return True
-    # An intelligence signal names the units it affects as well as its own.
-    return isinstance(message, IntelligenceSignal) and unit_id in (message.affected_units or ())
 
 
 def _message_body(message: VsmMessage) -> str | None:
