@@ -952,10 +952,33 @@ def recompute_trailer(data: bytes) -> bytes:
     return body + orjson.dumps(trailer) + b"\n"
 
 
+def in_groups(change: Any) -> Any:
+    """An edit of the first obligation group with events, the trailer recomputed after it."""
+
+    def edit(data: bytes) -> bytes:
+        lines = [orjson.loads(line) for line in data.split(b"\n")[:-2]]
+        group = next(g for block in lines[1:] if block[0] == "o" for g in block[1] if g[2])
+        change(group)
+        body = b"".join(orjson.dumps(line) + b"\n" for line in lines)
+        return recompute_trailer(body + b"{}\n")
+
+    return edit
+
+
+def _second_slot_twice(group: list[Any]) -> None:
+    group[2][0][0] = group[0]  # an event given its opening's ordinal
+
+
+def _row_that_does_not_build(group: list[Any]) -> None:
+    group[2][0][2][0] = "not the fields present"
+
+
 @pytest.mark.parametrize(
     "change",
     [
         pytest.param(lambda d: d.replace(b'"fixed"', b'"fixxd"', 1), id="a byte changed"),
+        pytest.param(in_groups(_second_slot_twice), id="an ordinal given twice"),
+        pytest.param(in_groups(_row_that_does_not_build), id="an event row that does not build"),
         pytest.param(lambda d: d[: len(d) // 2], id="cut in half"),
         pytest.param(lambda d: d[: d.rindex(b"\n", 0, len(d) - 1) + 1], id="trailer gone"),
         pytest.param(lambda d: d + b'["o",[]]\n', id="a block after the trailer"),

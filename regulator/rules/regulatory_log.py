@@ -357,7 +357,9 @@ class RegulatoryLog:
                 # not hold is refused before anything is made for it.
                 if not (count <= line == next_line - 1 <= key.offset and lines <= line):
                     return None
-                if not fold_cache.log_matches(self.path, key):
+                # The log's prefix is checked on a thread while the blocks are decoded.
+                matched = fold_cache.check_log(self.path, key)
+                if matched is None:
                     return None
                 reader_problems = [_problem_from(p) for p in _list(header.get("readerProblems"))]
                 fold_problems = [_problem_from(p) for p in _list(header.get("foldProblems"))]
@@ -365,6 +367,8 @@ class RegulatoryLog:
                 for block in snapshot:  # the file's own check runs when the blocks run out
                     fold.add(block)
                 new = fold.entries()
+                if not matched():
+                    return None
         except Exception:  # torn, edited, stale, someone else's, or none: read the log instead
             return None
         self.messages = fold.messages
@@ -825,12 +829,16 @@ _FINGERPRINT = _fold_fingerprint()
 
 
 class _Restored:
-    """A fold rebuilt from a snapshot's blocks, checked as it goes (``_Corrupt`` if not whole)."""
+    """A fold rebuilt from a snapshot's blocks, checked as it goes (``_Corrupt`` if not whole).
+
+    Each entry lands in its slot of ``new`` by its ordinal, unchecked per entry: ``entries``
+    counts the placements and then looks for an empty slot. With exactly ``count`` placements,
+    a slot given twice (or an entry that failed to build, placed as ``None``) leaves one empty.
+    """
 
     def __init__(self, count: int) -> None:
         self.new: list[Any] = [None] * count
-        # Entries placed so far. A slot is never filled twice (that raises), so all are filled
-        # exactly when this reaches the count — counted per group and block, not per entry.
+        # Entries placed so far, counted per group and block, not per entry.
         self.filled = 0
         self.messages: dict[str, VsmMessage] = {}
         self.obligations: dict[str, ObligationState] = {}
@@ -844,20 +852,16 @@ class _Restored:
             raise _Corrupt("bad block")
         kind, items = block
         if kind == "o":
+            obligation = self._obligation
             for item in items:
-                self._obligation(item)
+                obligation(item)
         elif kind == "e":
+            entry = self._entry
             for item in items:
-                self._entry(item)
+                entry(item)
             self.filled += len(items)
         else:
             raise _Corrupt("bad block")
-
-    def _put(self, ordinal: Any, entry: object) -> None:
-        # A non-integer ordinal raises TypeError, one out of range IndexError: both reject.
-        if self.new[ordinal] is not None:
-            raise _Corrupt("an ordinal given twice")
-        self.new[ordinal] = entry
 
     def _obligation(self, item: Any) -> None:
         ordinal, row, events = item
@@ -869,30 +873,41 @@ class _Restored:
         self.obligations[oid] = state
         self.cited.update(opened.obligation.sources)
         new = self.new
-        if new[ordinal] is not None:
-            raise _Corrupt("an ordinal given twice")
         new[ordinal] = opened
-        history = state.history
+        append = state.history.append
         from_rows = _EVENT_FROM_ROW
-        deliveries = state.deliveries
-        acknowledged_by = state.acknowledged_by
+        deliver = state.deliveries.append
+        acknowledge = state.acknowledged_by.append
+        new_delivery = _new
         for ordinal, tag, row in events:
-            # Its tag and its obligation are the group's: the row leaves both out.
+            # Its tag and its obligation are the group's: the row leaves both out. A row that
+            # does not build gives ``None``, which leaves its slot empty (see the class).
             event = from_rows[tag](row, tag, oid)
-            if event is None:
-                raise _Corrupt("bad event")
-            history.append(event)
+            append(event)
+            new[ordinal] = event
             # ``_apply``, with its two commonest cases written out: they are most of the log.
             kind = type(event)
             if kind is ObligationDelivered:
-                deliveries.append(_delivery(event))
+                # ``_delivery(event)``, inline: a third of the log's lines are deliveries.
+                d = event.__dict__
+                delivery = new_delivery(Delivery)
+                set_dict(
+                    delivery,
+                    {
+                        "at": d["at"],
+                        "channel": d["channel"],
+                        "reminder": d["reminder"],
+                        "target": d["target"],
+                    },
+                )
+                set_fields_set(delivery, _DELIVERY_SET)
+                set_extra(delivery, None)
+                set_private(delivery, None)
+                deliver(delivery)
             elif kind is ObligationAcknowledged and state.status != "open":
-                acknowledged_by.append(event.by)
+                acknowledge(event.by)
             else:
                 _apply(state, event)
-            if new[ordinal] is not None:
-                raise _Corrupt("an ordinal given twice")
-            new[ordinal] = event
         self.filled += 1 + len(events)
 
     def _entry(self, item: Any) -> None:
@@ -917,9 +932,10 @@ class _Restored:
                 Answer(entry.at, entry.by, entry.outcome, entry.channel, entry.answer)
             )
         # Otherwise an event the fold could not place: an entry, and a problem already kept.
-        self._put(ordinal, entry)
+        self.new[ordinal] = entry
 
     def entries(self) -> list[RegulatoryEntry]:
-        if self.filled != len(self.new):
-            raise _Corrupt("entries missing")
+        # By type, not ``None in``: that would call each record's ``__eq__``.
+        if self.filled != len(self.new) or type(None) in set(map(type, self.new)):
+            raise _Corrupt("entries missing, or an ordinal given twice")
         return self.new

@@ -24,9 +24,10 @@ import contextlib
 import os
 import secrets
 import stat
+import threading
 import time
 import zlib
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -251,27 +252,59 @@ def _parse(line: bytes) -> Any:
 
 def log_matches(path: Path, key: LogKey) -> bool:
     """Whether the log at ``path`` still starts with the bytes ``key`` was made from."""
+    matched = check_log(path, key)
+    return matched is not None and matched()
+
+
+def check_log(path: Path, key: LogKey) -> Callable[[], bool] | None:
+    """``log_matches``, begun: ``None`` if the log's identity, size or last covered byte
+    differ; otherwise the CRC-32 of the covered prefix runs on a thread, and the function
+    returned waits for it and says whether it matched.
+
+    ``zlib.crc32`` and ``pread`` release the interpreter, so a caller can decode the snapshot
+    meanwhile; it must not use what it decoded unless the function returns ``True``.
+    """
     try:
         fd = open_file(path, os.O_RDONLY)
-    except OSError:
-        return False
-    except Exception:  # a symlink or a non-file where the log should be: the reader says so
-        return False
+    except Exception:  # gone, unreadable, a symlink or a non-file: the reader says which
+        return None
     try:
         st = os.fstat(fd)
         if (st.st_dev, st.st_ino) != (key.dev, key.ino) or st.st_size < key.offset:
-            return False
+            os.close(fd)
+            return None
         if key.offset and os.pread(fd, 1, key.offset - 1) != b"\n":
-            return False
-        crc, position = 0, 0
-        while position < key.offset:
-            chunk = os.pread(fd, min(_READ_CHUNK, key.offset - position), position)
-            if not chunk:
-                return False
-            crc = zlib.crc32(chunk, crc)
-            position += len(chunk)
-        return crc == key.crc
+            os.close(fd)
+            return None
     except OSError:
-        return False
-    finally:
         os.close(fd)
+        return None
+    outcome: list[bool] = []
+
+    def crc_of_prefix() -> None:
+        try:
+            crc, position = 0, 0
+            while position < key.offset:
+                chunk = os.pread(fd, min(_READ_CHUNK, key.offset - position), position)
+                if not chunk:
+                    break
+                crc = zlib.crc32(chunk, crc)
+                position += len(chunk)
+            outcome.append(position == key.offset and crc == key.crc)
+        except OSError:
+            outcome.append(False)
+        finally:
+            os.close(fd)
+
+    worker = threading.Thread(target=crc_of_prefix, name="fold-cache-crc", daemon=True)
+    try:
+        worker.start()
+    except BaseException:
+        os.close(fd)
+        raise
+
+    def matched() -> bool:
+        worker.join()
+        return outcome == [True]
+
+    return matched
