@@ -291,3 +291,62 @@ def test_the_inbox_rows_are_plain_values_the_cycle_collector_does_not_walk(busy:
     gc.collect()
     assert len(index.rows) == ROWS
     assert not any(gc.is_tracked(row) for row in index.rows)
+
+
+def test_texts_made_ahead_stay_with_their_rows_when_a_fold_moves_rows(busy: Path) -> None:
+    model = InstanceModel(busy)
+    model.refresh()
+    index = InboxIndex([model], lambda key: False)
+    index.preset = 1
+    index.rebuild()
+    while not index.warm(50):  # every row's text made ahead, as the open filter does
+        pass
+
+    def expect(query: str) -> list[str]:
+        keep = compile_filter(query)
+        return sorted(
+            o.id
+            for o in model.log.obligations.values()
+            if o.status == "open"
+            and keep(o, Context(model.name, None, False, haystack(o, model.name)))
+        )
+
+    first = [k.oid for k in list(index.keys)[:3]]  # the first rows, before the filter
+    index.set_query("group-3")
+    assert sorted(k.oid for k in index.keys) == expect("group-3")
+    # A fold drops a few rows (gone from the log): the rows after them move up.
+    gone = list(dict.fromkeys([*first, *(k.oid for k in list(index.keys)[:5])]))
+    for oid in gone:
+        del model.log.obligations[oid]
+    index.update(0, gone)
+    for query in ("group-3 needs", "group-3", "batch-01", "", "batch-0", "batch-00"):
+        index.set_query(query)
+        assert sorted(k.oid for k in index.keys) == expect(query), query
+
+
+@pytest.mark.asyncio
+async def test_opening_the_filter_moves_what_the_room_holds_out_of_the_collectors_walks(
+    busy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Full collections walked every object the room holds again (a pause of 60-160 ms on a
+    # 1M-line instance, on whichever keystroke came next): once the rows' texts are made, what
+    # is held by then is frozen.
+    from tui.widgets.inbox import InboxView
+
+    monkeypatch.setattr(InboxView, "WARM_SLICE", 50)  # several slices, as for a large inbox
+    app = app_for(busy)
+    try:
+        async with app.run_test(size=(160, 48)) as pilot:
+            await settled(pilot)
+            main = app.main
+            assert main is not None
+            await pilot.press("2")
+            await pilot.pause()
+            before = gc.get_freeze_count()
+            await pilot.press("slash")
+            await wait_for(pilot, lambda: gc.get_freeze_count() > before)
+            await pilot.press(*"batch-12")
+            await wait_for(pilot, lambda: main.inbox.index.query == "batch-12")
+            assert len(subjects(app)) == 10
+    finally:
+        gc.unfreeze()

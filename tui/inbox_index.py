@@ -9,7 +9,9 @@ keeps of them, and:
 * filters the base again on a new query, and only the rows already kept when more free text is
   typed onto it; free text (the usual case) is one substring test per row, on each
   obligation's searchable text, made once and kept between keystrokes (``warm`` makes them
-  ahead, a slice at a time, when the filter opens);
+  ahead, a slice at a time, when the filter opens). The texts of the rows shown and of the
+  base are also kept as lists in the rows' order, so that a keystroke tests them in one pass
+  with no look-up per row (the look-ups were most of a keystroke's filtering);
 * keeps each row as its sort key, a tuple of plain values ``(severity, veto, opened, instance,
   id)``: sorted and bisected as is, and left out of the cycle collector's walks (a
   ``RowKey`` per row kept tens of thousands of objects in the collector's oldest generation,
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import compress
 from typing import overload
 
 from regulator.protocol.obligations import ObligationState
@@ -91,6 +94,12 @@ class InboxIndex:
         self._where: dict[int, dict[str, SortKey]] = {}
         # What the filter keeps of the base, in the same order (None: no filter, the base).
         self._kept: list[SortKey] | None = None
+        # The searchable texts of the rows kept and of the base, in their order (None: not
+        # made yet, or the rows changed since).
+        self._kept_text: list[str] | None = None
+        self._base_text: list[str] | None = None
+        self._warm_text: list[str] = []  # ``_base_text`` while ``warm`` makes it
+        self._warm_rows: list[SortKey] | None = None  # the base ``warm`` is going through
         # Each obligation's searchable text, lowercased (instance -> id -> text).
         self._text: dict[int, dict[str, str]] = {}
         self._vetoes: int | None = None
@@ -173,23 +182,33 @@ class InboxIndex:
             text = texts[sk[4]] = haystack(o, model.name) if o is not None else ""
         return text
 
-    def _filter(self, rows: list[SortKey]) -> list[SortKey]:
-        """What the query keeps of ``rows`` (in order): its free text first, a substring test
-        per row on the text kept for it, then its qualifiers on what is left."""
-        words, rest = split_free_text(self.query)
+    def _texts(self, rows: list[SortKey]) -> list[str]:
+        """The searchable text of each of ``rows``, in order (made where missing)."""
         text_of = self._text_of
         by = [self._text.setdefault(i, {}) for i in range(len(self.models))]
+        if len(by) == 1:
+            texts = by[0]
+            return [texts.get(sk[4]) or text_of(sk) for sk in rows]
+        return [by[sk[3]].get(sk[4]) or text_of(sk) for sk in rows]
+
+    def _filter(
+        self, rows: list[SortKey], texts: list[str] | None = None
+    ) -> tuple[list[SortKey], list[str]]:
+        """What the query keeps of ``rows`` (in order) and their texts: its free text first,
+        a substring test per row on ``texts`` (``rows``' searchable texts, made when not
+        given), then its qualifiers on what is left."""
+        words, rest = split_free_text(self.query)
+        if texts is None:
+            texts = self._texts(rows)
         for word in words:
-            if len(by) == 1:
-                texts = by[0]
-                rows = [sk for sk in rows if word in (texts.get(sk[4]) or text_of(sk))]
-            else:
-                rows = [sk for sk in rows if word in (by[sk[3]].get(sk[4]) or text_of(sk))]
+            hits = [word in text for text in texts]
+            rows, texts = list(compress(rows, hits)), list(compress(texts, hits))
         if rest:
             keep = compile_filter(rest)
             kind, new = needs_kind(rest), needs_new(rest)
-            rows = [sk for sk in rows if self._matches(sk, keep, kind=kind, new=new)]
-        return rows
+            hits = [self._matches(sk, keep, kind=kind, new=new) for sk in rows]
+            rows, texts = list(compress(rows, hits)), list(compress(texts, hits))
+        return rows, texts
 
     def _matches(self, sk: SortKey, keep: Predicate, *, kind: bool, new: bool) -> bool:
         model = self.models[sk[3]]
@@ -238,7 +257,8 @@ class InboxIndex:
         for sk in rows:
             where.setdefault(sk[3], {})[sk[4]] = sk
         self._where = where
-        self._kept = self._filter(rows) if self.query else None
+        self._base_text = None
+        self._kept, self._kept_text = self._filter(rows) if self.query else (None, None)
         self._vetoes = self._base_vetoes = None
         self._warmed = 0
         self._built = True
@@ -270,9 +290,11 @@ class InboxIndex:
             sk: SortKey = (*sort_key(o), index, oid)
             insort(base, sk)
             where[oid] = sk
-            if kept is not None and self._filter([sk]):
+            if kept is not None and self._filter([sk])[0]:
                 insort(kept, sk)
         self._base, self._kept = base, kept
+        # Rows moved: their texts' lists are made again when next needed.
+        self._base_text = self._kept_text = None
         self._vetoes = self._base_vetoes = None
         return changed
 
@@ -285,31 +307,37 @@ class InboxIndex:
             self.rebuild()
             return
         if not query:
-            self._kept = None
+            self._kept = self._kept_text = None
         elif self._kept is not None and narrows(old, query):
-            self._kept = self._filter(self._kept)
+            self._kept, self._kept_text = self._filter(self._kept, self._kept_text)
         else:
-            self._kept = self._filter(self._base)
+            if self._base_text is None:  # kept: the next query from the base needs them too
+                self._base_text = self._texts(self._base)
+            self._kept, self._kept_text = self._filter(self._base, self._base_text)
         self._vetoes = None
 
     def warm(self, budget: int = 4000) -> bool:
-        """Make the searchable text of up to ``budget`` rows of the base that have none, from
-        where the last call stopped; True when every row has one (call again until then)."""
-        rows, at = self._base, self._warmed
-        if at > len(rows):
-            at = 0  # the base changed since: look again from the start
-        text_of, by = self._text_of, self._text
+        """Make the searchable text of up to ``budget`` rows of the base, from where the last
+        call stopped, and the base's list of them; True when it is made (call again until
+        then)."""
+        rows = self._base
+        if self._base_text is not None:
+            return True
+        if self._warm_rows is not rows:  # another base since: from its start
+            self._warm_rows, self._warm_text, self._warmed = rows, [], 0
+        at = self._warmed
         end = min(len(rows), at + budget)
-        for sk in rows[at:end]:
-            texts = by.get(sk[3])
-            if texts is None or sk[4] not in texts:
-                text_of(sk)
+        self._warm_text.extend(self._texts(rows[at:end]))
         self._warmed = end
-        return end >= len(rows)
+        if end < len(rows):
+            return False
+        self._base_text, self._warm_text, self._warm_rows = self._warm_text, [], None
+        return True
 
     def forget_text(self) -> None:
         self._text.clear()
-        self._warmed = 0
+        self._base_text = self._kept_text = None
+        self._warm_rows, self._warm_text, self._warmed = None, [], 0
 
 
 __all__ = ["PRESETS", "InboxIndex", "KeyView"]
