@@ -65,7 +65,7 @@ __all__ = ["MainScreen", "RoomApp", "run_room"]
 
 
 def __getattr__(name: str) -> Any:
-    # ``from tui.app import MainScreen`` still works, without importing it with this module.
+    # ``MainScreen`` can still be imported from this module, without being imported with it.
     if name == "MainScreen":
         from .screens.main import MainScreen
 
