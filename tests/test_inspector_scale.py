@@ -6,6 +6,7 @@ Each test is named after what it shows a person.
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -19,7 +20,9 @@ from regulator.rules.ledger import Ledger
 from regulator.store import Layout
 from regulator.views.timeline import unit_replay, unit_timeline
 from tui.app import RoomApp
+from tui.keys import TimelineKey
 from tui.screens.inspector import UnitInspector
+from tui.widgets.footer import RoomFooter
 from tui.widgets.timeline import TimelineTable
 
 from .room_fixture import END, build_fixture, copy_fixture, fixed_clock
@@ -188,3 +191,75 @@ async def test_the_kind_filter_finds_every_row_of_a_kind_deep_in_a_long_timeline
         await pilot.pause()
         assert "delivered via outbox" in on_screen(table)
         assert replay.finished <= SCREENFULS
+
+
+def test_the_timeline_keeps_its_keys_as_numbers_and_finds_every_row_it_lists(
+    demo: Path,
+) -> None:
+    replay = unit_replay(Layout(demo), UNIT)
+    for kinds in (set(), {"delivery"}, {"obligation", "attempt"}):
+        expected: list[tuple[str, int | None, bool]] = []
+        current: object = "start"
+        for ref, kind, attempt in zip(replay.refs, replay.kinds, replay.attempts, strict=True):
+            if kinds and kind not in kinds:
+                continue
+            if attempt != current:
+                expected.append((f"group-{len(expected)}", attempt, True))
+                current = attempt
+            expected.append((ref, attempt, False))
+        gc.collect()
+        tracked = len(gc.get_objects())
+        keys = TimelineTable.keys_for(replay, kinds)
+        assert len(gc.get_objects()) - tracked < 10  # no object a row for the collector
+        assert [(k.ref, k.attempt, k.group) for k in keys] == expected
+        assert all(keys.locate(key) == n for n, key in enumerate(keys))
+        if kinds:  # a row of another kind is not listed
+            hidden = next(
+                r for r, k in zip(replay.refs, replay.kinds, strict=True) if k not in kinds
+            )
+            assert keys.locate(TimelineKey(hidden)) is None
+        assert keys.locate(TimelineKey("group-1", None, group=True)) is None
+
+
+@pytest.mark.asyncio
+async def test_the_collector_is_back_on_once_the_inspector_shows_its_rows_or_is_closed(
+    demo: Path,
+) -> None:
+    app = app_for(demo)
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await opened(app, pilot)
+        await wait_for(pilot, gc.isenabled)
+        assert on_screen(screen.timeline).count("obligation-opened") > 1
+        app.pop_screen()
+        await pilot.pause()
+        model = app.models[0]
+        with model.lock:  # the replay cannot be read while this is held
+            app.open_unit(0, UNIT)
+            await wait_for(pilot, lambda: isinstance(app.screen, UnitInspector))
+            again = app.screen
+            assert isinstance(again, UnitInspector)
+            await wait_for(
+                pilot, lambda: any(table.loading for table in again.query(TimelineTable))
+            )
+            assert not gc.isenabled()
+            app.pop_screen()  # closed before its rows were read
+            await wait_for(pilot, gc.isenabled)
+        assert again.built == 0
+
+
+@pytest.mark.asyncio
+async def test_the_footer_is_not_made_again_when_the_keys_it_shows_are_the_same(
+    demo: Path,
+) -> None:
+    app = app_for(demo)
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await opened(app, pilot)
+        footer = screen.query_one(RoomFooter)
+        shown = list(footer.children)
+        assert "kinds" in " ".join(str(key.render()) for key in shown)
+        screen.query_one("#record-pane").focus()
+        await pilot.pause()
+        screen.timeline.focus()
+        await pilot.pause()
+        await pilot.pause()
+        assert list(footer.children) == shown

@@ -78,6 +78,7 @@ class UnitInspector(Screen[None]):
         self.kind_filter = ""
         self._filter_timer: Timer | None = None
         self.built = 0  # how many times the replay was built (a test waits on it)
+        self._collector_paused = False
 
     @property
     def rows(self) -> Replay:
@@ -88,6 +89,11 @@ class UnitInspector(Screen[None]):
         return self.query_one(TimelineTable)
 
     def compose(self) -> ComposeResult:
+        # The collector waits until the rows are on screen: a full collection walks the whole
+        # room (some 200 ms at a million lines) and would otherwise fall in the opening.
+        if gc.isenabled():
+            gc.disable()
+            self._collector_paused = True
         yield Static("", id="unit-header", classes="topbar")
         with TabbedContent(id="unit-tabs"):
             with TabPane("1 Timeline", id="tab-timeline"):
@@ -118,6 +124,7 @@ class UnitInspector(Screen[None]):
         header = self.query_one("#unit-header", Static)
         if unit is None:
             header.update(Text(f"unit {self.unit_id}: no longer present"))
+            self._resume_collector()
             return
         header.update(self._header(unit))
         if not self.rows:
@@ -179,6 +186,15 @@ class UnitInspector(Screen[None]):
         self.query_one("#contract", Static).update(contract)
         self.query_one("#report", Static).update(report)
         self.built += 1
+        self.call_after_refresh(self._resume_collector)
+
+    def _resume_collector(self) -> None:
+        if self._collector_paused:
+            self._collector_paused = False
+            gc.enable()
+
+    def on_unmount(self) -> None:
+        self._resume_collector()  # closed before its rows were shown
 
     def _budgets(self, attempts: int) -> Text:
         lines = Text()
