@@ -233,13 +233,14 @@ class InboxView(Vertical):
         Then what the room holds by now (the screen's parts and their caches, the rows and
         their texts: tens of thousands of long-lived objects) is moved out of the cycle
         collector's sight: each of its full collections walked them all again, a pause of
-        60-160 ms on a 1M-line instance that fell on whichever keystroke came next. The
-        young generations are collected first (a few ms), so no garbage of theirs is kept."""
+        60-160 ms on a 1M-line instance that fell on whichever keystroke came next. A full
+        collection runs first, once, while the filter is still empty: garbage frozen would
+        never be freed (a closed inspector holds megabytes), and the room stays open for days."""
         if self.index.warm(self.WARM_SLICE):
             return  # made when the filter was last opened: nothing new to move
         while not self.index.warm(self.WARM_SLICE):
             await asyncio.sleep(0)
-        gc.collect(1)
+        gc.collect()
         gc.freeze()
 
     def close_filter(self) -> bool:
