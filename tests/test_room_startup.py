@@ -277,3 +277,23 @@ def test_presence_is_kept_fresh_by_a_thread_of_its_own_and_removed_when_it_stops
     beats = heartbeat.beats
     assert layout.list_presence() == []
     assert not heartbeat._thread.is_alive() and heartbeat.beats == beats
+
+
+@pytest.mark.asyncio
+async def test_once_the_instances_are_read_the_inspectors_per_unit_lists_are_made_off_screen(
+    demo: Path,
+) -> None:
+    # The first inspector opened on a large instance paid ~0.1 s making the log's per-unit
+    # lists on the UI's critical path; the opening worker makes them after the first reads.
+    app = app_for(demo)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settled(pilot)
+        log = app.models[0].log
+        await wait_for(pilot, lambda: log._unit_obligations is not None)
+        assert log._unit_messages is not None and log._unit_interactions is not None
+        units = {o.unit for o in log.obligations.values() if o.unit}
+        assert units, "the fixture has obligations naming units"
+        for unit in units:
+            assert log.obligations_of(unit) == [
+                o for o in log.obligations.values() if o.unit == unit
+            ]
