@@ -371,3 +371,26 @@ async def test_markup_ansi_and_osc52_in_a_question_show_as_literal_text_and_cana
         await pilot.press("a")
         await pilot.pause()
         assert canary not in app.export_screenshot()
+
+
+async def test_an_inspector_closed_before_its_parts_are_up_leaves_the_room_working(
+    demo: Path,
+) -> None:
+    # ``o`` then esc at once: the inspector is closed before it was composed; its opening
+    # must neither fail on parts that are not there nor leave the cycle collector off.
+    import gc
+
+    app = app_for(demo)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settled(pilot)
+        app.open_unit(0, "flaky-import")
+        app.pop_screen()
+        await settled(pilot)
+        assert isinstance(app.screen, MainScreen) and gc.isenabled()
+        app.open_unit(0, "flaky-import")
+        await pilot.press("escape")
+        await settled(pilot)
+        assert isinstance(app.screen, MainScreen) and gc.isenabled()
+        app.open_unit(0, "flaky-import")
+        await settled(pilot)
+        assert isinstance(app.screen, UnitInspector)  # and it still opens as before

@@ -23,6 +23,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, VerticalScroll
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Input, Static, TabbedContent, TabPane, Tabs
@@ -114,8 +115,11 @@ class UnitInspector(Screen[None]):
         yield RoomFooter()
 
     def on_mount(self) -> None:
-        self.timeline.focus()
-        self.refresh_view()
+        try:
+            self.timeline.focus()
+            self.refresh_view()
+        except NoMatches:  # closed before its parts were up (``o`` then esc at once)
+            self._resume_collector()
 
     def refresh_view(self) -> None:
         """Read the unit again: the header at once, the replay on a worker."""
@@ -289,7 +293,11 @@ class UnitInspector(Screen[None]):
             self.query_one(target).focus()
 
     def action_back(self) -> None:
-        kind_filter = self.query_one("#kind-filter", Input)
+        try:
+            kind_filter = self.query_one("#kind-filter", Input)
+        except NoMatches:  # esc before the screen's parts were up
+            self.app.pop_screen()
+            return
         if not kind_filter.has_class("hidden"):
             kind_filter.add_class("hidden")
             self.timeline.focus()
