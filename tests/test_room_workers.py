@@ -386,3 +386,38 @@ async def test_a_dialog_shows_its_own_keys_in_the_footer(demo: Path) -> None:
         await wait_for(pilot, lambda: isinstance(app.screen, AnswerDialog))
         await pilot.pause()
         assert set(footer_keys(app)) == {"escape", "ctrl+y", "ctrl+n"}
+
+
+@pytest.mark.asyncio
+async def test_an_inbox_rebuilt_while_other_work_holds_an_instances_lock_fills_in_after(
+    demo: Path,
+) -> None:
+    # The rebuild does not wait on a busy instance; a fold's end brings the next rebuild, but
+    # the inspector's replay or the opening's per-unit lists bring none: the inbox must try
+    # again by itself, or it stays empty while the instances table counts what is owed.
+    app = app_for(demo)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settled(pilot)
+        main = app.main
+        assert main is not None
+        main.action_tab("inbox")
+        await pilot.pause()
+        shown = len(main.inbox_table.keys)
+        assert shown > 0
+        held, release = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            with app.models[0].lock:
+                held.set()
+                release.wait(30)
+
+        holder = threading.Thread(target=hold, daemon=True)
+        holder.start()
+        assert held.wait(10)
+        try:
+            main.inbox.rebuild()  # as a preset or person change does
+            assert len(main.inbox_table.keys) == 0  # the busy instance was left out for now
+        finally:
+            release.set()
+            holder.join(10)
+        await wait_for(pilot, lambda: len(main.inbox_table.keys) == shown)

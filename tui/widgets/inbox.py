@@ -41,6 +41,7 @@ from .rowtable import Column, RowTable
 #: wins); a keystroke on its own filters at once (a substring test per row).
 FILTER_DEBOUNCE_S = 0.05
 REST_S = 0.08
+STALE_RETRY_S = 0.1
 
 
 class InboxTable(RowTable[RowKey]):
@@ -141,6 +142,7 @@ class InboxView(Vertical):
         self.index = InboxIndex(models, new.__contains__)
         self._filter_timer: Timer | None = None
         self._rest_timer: Timer | None = None
+        self._retry: Timer | None = None
         self._rested: RowKey | None = None
         self._last_typed = 0.0
 
@@ -177,6 +179,11 @@ class InboxView(Vertical):
         self.index.rebuild()
         self._show()
 
+    def _rebuild_stale(self) -> None:
+        self._retry = None
+        if self.index.stale:
+            self.rebuild()
+
     def apply(self, index: int, changes: Changes) -> None:
         """A fold of instance ``index`` finished: move the rows it touched, or all of them."""
         if changes.full or self.index.stale:
@@ -194,6 +201,10 @@ class InboxView(Vertical):
         self.post_message(self.Rested(self.table.current_key))
 
     def _show(self) -> None:
+        if self.index.stale and self._retry is None:
+            # An instance's lock was held by other work than a fold (the inspector's replay,
+            # the opening's per-unit lists), whose end brings no rebuild: try again shortly.
+            self._retry = self.set_timer(STALE_RETRY_S, self._rebuild_stale)
         table = self.table
         table.set_rows(self.index.keys)
         index = self.index
