@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from functools import partial
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
 WATCH_STEP_MS = 20
 SAFETY_NET_S = 3.0
 SHOW_WHILE_READING_S = 0.5
+MAIN_PARTS_WAIT_S = 5.0
 
 __all__ = ["MainScreen", "RoomApp", "run_room"]
 
@@ -309,12 +311,18 @@ class RoomApp(App[None]):
         from .dialogs import PersonPicker
         from .model import grants
         from .screens.main import MainScreen
+        from .widgets.inbox import InboxView
 
         if len(self.screen_stack) > 1:
             self.set_timer(0.1, self._show_main)
             return
         main = MainScreen(self)
         await self.push_screen(main)
+        # The screen is mounted; the contents of its tabs may be mounted a moment later, and
+        # everything that shows a fold reaches them through ``main``: it is None until then.
+        deadline = time.monotonic() + MAIN_PARTS_WAIT_S
+        while not main.query(InboxView) and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
         self._main = main
         if self.person is None and self.models:
             policy = self.models[0].interaction_policy()
