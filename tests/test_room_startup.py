@@ -297,3 +297,44 @@ async def test_once_the_instances_are_read_the_inspectors_per_unit_lists_are_mad
             assert log.obligations_of(unit) == [
                 o for o in log.obligations.values() if o.unit == unit
             ]
+
+
+def test_presence_is_not_beaten_while_the_room_does_not_answer(demo: Path) -> None:
+    # Presence says a person can see the room; a thread beating for a UI that stopped would
+    # keep sessions waiting on a screen nobody can read.
+    layout = Layout(demo)
+    answering = threading.Event()
+    heartbeat = Heartbeat(
+        [PresenceFile(layout, "alice", fixed_clock)], every=0.02, alive=answering.is_set
+    ).start()
+    try:
+        time.sleep(0.2)  # ten beats' worth of a UI that does not answer
+        assert heartbeat.beats == 0 and layout.list_presence() == []
+        answering.set()
+        deadline = time.monotonic() + 10
+        while heartbeat.beats < 2:
+            assert time.monotonic() < deadline, "no heartbeat once the room answered"
+            time.sleep(0.01)
+        assert [p.person for p in present(layout, fixed_clock)] == ["alice"]
+    finally:
+        heartbeat.stop()
+
+
+@pytest.mark.asyncio
+async def test_the_rooms_heartbeat_follows_whether_its_ui_thread_runs(demo: Path) -> None:
+    app = RoomApp(
+        [demo],
+        person="alice",
+        clock=fixed_clock,
+        presence=True,
+        watch=False,
+        keymap=demo.parent / "no-keymap.yaml",
+    )
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settled(pilot)
+        heartbeat = app._heartbeat
+        assert heartbeat is not None and heartbeat.alive == app.ui_answering
+        assert app.ui_answering()
+        app._ui_seen -= 60  # as if the UI thread had not run for a minute
+        assert not app.ui_answering()
+        await wait_for(pilot, app.ui_answering)  # its timer runs again: answering

@@ -62,6 +62,9 @@ WATCH_STEP_MS = 20
 SAFETY_NET_S = 3.0
 SHOW_WHILE_READING_S = 0.5
 MAIN_PARTS_WAIT_S = 5.0
+# Presence stops beating when the UI thread has not run for this long (it notes each second).
+UI_ALIVE_EVERY_S = 1.0
+UI_SILENT_AFTER_S = 4.0
 
 __all__ = ["MainScreen", "RoomApp", "run_room"]
 
@@ -163,6 +166,8 @@ class RoomApp(App[None]):
         self._stop = asyncio.Event()
         self.presence_on = presence
         self._heartbeat: Heartbeat | None = None
+        self._ui_timer: Timer | None = None
+        self._ui_seen = time.monotonic()
         self._env = env
         # Who acts is known before the policy is read when it is named (--as, the environment);
         # the OS user is looked up in the policy once the models are built.
@@ -366,9 +371,23 @@ class RoomApp(App[None]):
             PresenceFile(m.layout, self.person, self.clock) for m in self.models if not m.remote
         ]
         if files:
-            self._heartbeat = Heartbeat(files).start()
+            # The beats come from a thread, but presence means a person can see this room: they
+            # stop when the UI thread has not run its own timer for a while.
+            self._ui_seen = time.monotonic()
+            self._ui_timer = self.set_interval(UI_ALIVE_EVERY_S, self._ui_ran)
+            self._heartbeat = Heartbeat(files, alive=self.ui_answering).start()
+
+    def _ui_ran(self) -> None:
+        self._ui_seen = time.monotonic()
+
+    def ui_answering(self) -> bool:
+        """The UI thread ran lately (called from the heartbeat's thread)."""
+        return time.monotonic() - self._ui_seen < UI_SILENT_AFTER_S
 
     def _stop_presence(self) -> None:
+        if self._ui_timer is not None:
+            self._ui_timer.stop()
+            self._ui_timer = None
         if self._heartbeat is not None:
             self._heartbeat.stop()
             self._heartbeat = None

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -114,12 +114,22 @@ class Heartbeat:
     """Beats presence files every ``every`` seconds on a thread of its own, until stopped.
 
     A room's UI thread never waits on the write (a rename and two fsyncs); a failed write is
-    tried again at the next beat.
+    tried again at the next beat. ``alive`` says whether the person can still see the room:
+    while it says no (a UI that stopped answering), no beat is written, the files go stale,
+    and a session asking a question learns that nobody is there rather than waiting on a
+    screen nobody can read.
     """
 
-    def __init__(self, files: Sequence[PresenceFile], every: float = HEARTBEAT_S) -> None:
+    def __init__(
+        self,
+        files: Sequence[PresenceFile],
+        every: float = HEARTBEAT_S,
+        *,
+        alive: Callable[[], bool] = lambda: True,
+    ) -> None:
         self.files = list(files)
         self.every = every
+        self.alive = alive
         self.beats = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="presence", daemon=True)
@@ -130,6 +140,9 @@ class Heartbeat:
 
     def _run(self) -> None:
         while not self._stop.is_set():
+            if not self.alive():
+                self._stop.wait(self.every)
+                continue
             for presence in self.files:
                 try:
                     presence.beat()
