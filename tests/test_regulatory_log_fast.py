@@ -542,7 +542,7 @@ def test_a_large_refresh_leaves_the_collector_as_it_found_it(
     write_busy_log(layout, rounds=1)
     monkeypatch.setattr(rl, "_FREEZE_AFTER", 1)
     frozen: list[bool] = []
-    monkeypatch.setattr("regulator.rules.regulatory_log.gc.freeze", lambda: frozen.append(True))
+    monkeypatch.setattr("regulator.store.collector.gc.freeze", lambda: frozen.append(True))
     assert gc.isenabled()
     read_fast(layout)
     assert gc.isenabled() and frozen == [True]

@@ -21,7 +21,6 @@ entry of the log either way.
 from __future__ import annotations
 
 import contextlib
-import gc
 import hashlib
 import zlib
 from collections.abc import Callable, Iterator
@@ -62,6 +61,7 @@ from regulator.protocol.obligations import (
 )
 from regulator.protocol.vocab import TERMINAL_STATUSES
 from regulator.store import Layout, fold_cache
+from regulator.store.collector import collector_paused
 from regulator.store.ndjson import Problem, TailBatch, TailReader, describe_line_error
 
 
@@ -207,36 +207,30 @@ class RegulatoryLog:
         # a large refresh built is moved out of its sight afterwards (``gc.freeze``), so that
         # it is not walked again on the first collections after either. Reference counting
         # still frees all of it when the fold is dropped.
-        collecting = gc.isenabled()
-        if collecting:
-            gc.disable()
-        try:
-            # ``whole``: ``new`` will hold every entry of the log, as a snapshot needs.
-            whole = self._reader.offset == 0 and self._reader.next_line == 1
-            if whole and self._snapshots and not self._tried_snapshot:
-                self._tried_snapshot = True  # once: a log that stays empty is not looked for
-                restored = self._restore()
-                if restored is not None:
-                    new = restored
-            start = self._reader.next_line
-            self._sink = new
-            while True:
-                # A restart (the log truncated or replaced) resets the fold and ``new`` first.
-                batch = self._reader.refresh(max_bytes=_SLICE_BYTES)
-                if batch.restarted:
-                    whole, start = True, 1
-                if not batch.more:
-                    break
-            read = self._reader.next_line - start  # lines of the file this refresh read
-            if whole and self._snapshots and read >= SNAPSHOT_AFTER_LINES:
-                self._save(new)
-            return new
-        finally:
-            self._sink = []
-            if collecting:
-                if len(new) >= _FREEZE_AFTER:
-                    gc.freeze()
-                gc.enable()
+        with collector_paused(freeze=lambda: len(new) >= _FREEZE_AFTER):
+            try:
+                # ``whole``: ``new`` will hold every entry of the log, as a snapshot needs.
+                whole = self._reader.offset == 0 and self._reader.next_line == 1
+                if whole and self._snapshots and not self._tried_snapshot:
+                    self._tried_snapshot = True  # once: a log that stays empty is not looked for
+                    restored = self._restore()
+                    if restored is not None:
+                        new = restored
+                start = self._reader.next_line
+                self._sink = new
+                while True:
+                    # A restart (the log truncated or replaced) resets the fold and ``new`` first.
+                    batch = self._reader.refresh(max_bytes=_SLICE_BYTES)
+                    if batch.restarted:
+                        whole, start = True, 1
+                    if not batch.more:
+                        break
+                read = self._reader.next_line - start  # lines of the file this refresh read
+                if whole and self._snapshots and read >= SNAPSHOT_AFTER_LINES:
+                    self._save(new)
+                return new
+            finally:
+                self._sink = []
 
     @property
     def problems(self) -> list[Problem]:

@@ -7,10 +7,8 @@ or as text. It reads and never writes.
 
 from __future__ import annotations
 
-import gc
 import secrets
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -36,6 +34,7 @@ from regulator.protocol.text import inert_json_bytes, visible
 from regulator.rules.regulatory_log import InteractionState, RegulatoryLog
 from regulator.rules.regulatory_log import _answer_json as _answer_json
 from regulator.store import Layout, StoreError, list_dir
+from regulator.store.collector import collector_paused
 from regulator.store.logs import LogSpec, model_parser, read_log, read_record
 from regulator.views.describe import describe_obligation
 from regulator.views.redaction import MIN_CANARY_CHARS, REDACTED, Redactor, is_secret_name
@@ -76,24 +75,6 @@ def _unit_view(
     return view
 
 
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """The view is millions of small dicts and lists with no cycles: with the cycle collector
-    on, each collection walks all built so far again, and building grows quadratic (20 s
-    instead of 2 at 1,000,000 lines). Off while building; what was built is then frozen out of
-    its sight, as ``RegulatoryLog.refresh`` does, and reference counting still frees it."""
-    collecting = gc.isenabled()
-    if not collecting:
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        gc.enable()
-
-
 @dataclass(frozen=True)
 class Status:
     """The read model: ``view`` in the on-disk camelCase shapes, and the folded obligations
@@ -127,7 +108,7 @@ def build_status(root: Path, definition: Definition, *, obligations: bool = True
             policy_problems += [p for p in exc.problems if p not in policy_problems]
     log = RegulatoryLog(layout)
     log.refresh()
-    with _collector_paused():
+    with collector_paused(freeze=True):
         view = _view(root, definition, layout, log, policies, policy_problems, obligations)
     return Status(
         view,
@@ -342,7 +323,7 @@ _SCALARS = frozenset({bool, int, float, type(None)})
 
 def redacted_view(view: dict[str, Any], redactor: Redactor) -> dict[str, Any]:
     """``view`` with every string (keys too) redacted as ``Redactor.redact_json`` does, in place."""
-    with _collector_paused():
+    with collector_paused(freeze=True):
         return cast("dict[str, Any]", _Scrubber(redactor).walk(view))
 
 
@@ -361,7 +342,7 @@ def write_status_json(
     scrubber = _Scrubber(redactor)
     view = status.view
     instance = view["instance"]
-    with _collector_paused():
+    with collector_paused(freeze=True):
         if not status.lazy:
             write(_inert(orjson.dumps(scrubber.walk(view), option=_INDENT) + b"\n"))
             return

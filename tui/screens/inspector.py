@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import gc
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import ClassVar
 
 from rich.text import Text
@@ -30,6 +28,7 @@ from textual.widgets import Input, Static, TabbedContent, TabPane, Tabs
 
 from regulator.protocol.execution import UnitRecord
 from regulator.rules.budget import summary as budget_summary
+from regulator.store.collector import collector_paused
 from regulator.views.timeline import Replay, contract_versions, unit_replay
 
 from ..bindings import INSPECTOR
@@ -42,24 +41,6 @@ from ..widgets.timeline import KIND_GLYPH, TimelineKeys, TimelineTable
 KIND_FILTER_DEBOUNCE_S = 0.05
 
 __all__ = ["KIND_GLYPH", "UnitInspector"]
-
-
-@contextmanager
-def _paused() -> Iterator[None]:
-    """The cycle collector off while a replay and its keys are built.
-
-    The table's keys are an object a row: with the collector on, each collection while they
-    are made walks all made so far again. Off, they are walked once, after. Nothing built is
-    frozen: the screen holds reference cycles, and frozen it would never be freed.
-    """
-    if not gc.isenabled():  # another reader is building with it paused: leave it to them
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _bar(used: float, ceiling: float, width: int = 20) -> Text:
@@ -161,7 +142,7 @@ class UnitInspector(Screen[None]):
         model = self.model
         kinds = set(self.kind_filter.split())
         # The fold must not change under the replay being read from it.
-        with model.lock, _paused():
+        with model.lock, collector_paused():
             rows = unit_replay(model.layout, self.unit_id, log=model.log)
             keys = TimelineTable.keys_for(rows, kinds)
         budgets = self._budgets(unit.attempts)
