@@ -338,3 +338,23 @@ async def test_the_rooms_heartbeat_follows_whether_its_ui_thread_runs(demo: Path
         app._ui_seen -= 60  # as if the UI thread had not run for a minute
         assert not app.ui_answering()
         await wait_for(pilot, app.ui_answering)  # its timer runs again: answering
+
+
+@pytest.mark.parametrize("ticks", [0, 1, 2, 3, 5, 8])
+async def test_leaving_the_room_while_its_main_screen_is_mounted_ends_it_cleanly(
+    demo: Path, ticks: int
+) -> None:
+    """A ``q`` (or a test's end) while the main screen's parts are still mounting: the screens
+    are pruned under them, and the room ends with no error from a part that went first."""
+    import asyncio
+
+    from tui.screens.main import MainScreen
+
+    app = app_for(demo)
+    async with app.run_test(size=(160, 48)):
+        while not any(isinstance(s, MainScreen) for s in app.screen_stack):
+            await asyncio.sleep(0)
+        for _ in range(ticks):
+            await asyncio.sleep(0)
+    # run_test re-raises what the room raised while it ended; nothing did.
+    assert app.return_code in (None, 0)
