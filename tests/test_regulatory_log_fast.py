@@ -849,6 +849,29 @@ def test_lines_appended_after_the_snapshot_are_folded_on_top_of_it(
     assert_same_entries(more, reference_more)
 
 
+def test_a_snapshot_written_after_the_log_was_replaced_does_not_say_so_at_later_starts(
+    layout: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ "The log was replaced" is news to the process that saw it happen, not a fact about the
+    file: a later start from the snapshot that reading wrote reports what a full read would."""
+    write_busy_log(layout, rounds=1)
+    log = RegulatoryLog(layout)
+    log.refresh()
+    replacement = layout.signals.with_name("other.ndjson")
+    replacement.write_bytes(b"")
+    replacement.replace(layout.signals)
+    write_busy_log(layout, rounds=2)
+    snapshot_after_every_cold_start(monkeypatch)
+    outcomes = restored(monkeypatch)
+    log.refresh()  # the new file, read whole: writes the snapshot
+    assert fold_cache.snapshot_path(layout).exists()
+    again, _ = read_fast(layout)
+    assert outcomes == [True]
+    reference, _ = read_reference(layout)
+    assert [str(p) for p in again.problems] == [str(p) for p in reference.problems]
+    assert not any(RESTART_MESSAGE in str(p) for p in again.problems)
+
+
 def test_a_snapshot_is_written_only_after_reading_many_lines(
     layout: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -322,7 +322,9 @@ class RegulatoryLog:
                 "line": reader.next_line - 1,
                 "lines": self.lines,
                 "entries": len(new),
-                "readerProblems": [_problem_json(p) for p in reader.problems],
+                # Only what the file's lines say: a notice without a line ("the log was
+                # replaced", "cannot read") was news to this process, not a fact about the file.
+                "readerProblems": [_problem_json(p) for p in reader.problems if p.line],
                 "foldProblems": [_problem_json(p) for p in self.fold_problems],
             }
             fold_cache.write_snapshot(self.layout, header, blocks)
@@ -604,7 +606,7 @@ SNAPSHOTS = True
 #: A cold start that had to read at least this many lines of the log writes a snapshot.
 SNAPSHOT_AFTER_LINES = 50_000
 # Bump when what the fold keeps, or how a snapshot encodes it, changes.
-_SNAPSHOT_VERSION = 1
+_SNAPSHOT_VERSION = 2  # 2: no line-less reader notices kept
 # Records per block line: small enough to parse one at a time, large enough to be few.
 _BLOCK_ROWS = 2000
 
