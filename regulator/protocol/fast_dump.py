@@ -286,6 +286,9 @@ def _dump_source(compiler: Compiler, model: type[BaseModel]) -> tuple[_Emitter, 
         if isinstance(f.shape, _Optional | _Json):
             optional.append((var, f.key))
     lines = ["def dump(m, s):"]
+    if callable(getattr(model, "settle", None)):
+        # A model whose ``__dict__`` may hold fields not built yet (``ObligationState``).
+        lines.append("    m.settle()")
     if len(fields) == 1:
         lines.append(f"    v0 = m.__dict__[{names[0]!r}]")
     else:

@@ -8,7 +8,9 @@ state; the fold itself belongs to the ledger.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import threading
+from abc import ABC, abstractmethod
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -193,3 +195,99 @@ class ObligationState(_ObligationFields):
         """The obligation as it was opened, without the folded fields."""
         fields = {name: getattr(self, name) for name in Obligation.model_fields}
         return Obligation.model_construct(**fields)
+
+    # -- a history built when first read ----------------------------------------------------
+    #
+    # A fold restored from its snapshot knows each obligation's folded fields at once, but
+    # builds its history and deliveries (most of what a large log holds) only when something
+    # reads them: ``__dict__`` holds one ``Unbuilt`` for both until then. Reading either field
+    # builds both (the properties below); so does everything pydantic does from ``__dict__``
+    # directly (dumps, comparison, copies, pickling, repr), through ``settle``.
+
+    def settle(self) -> None:
+        """Build the history and deliveries now, if they were not built yet."""
+        if type(self.__dict__["history"]) is not list:
+            _build(self)
+
+    def model_dump(self, **kwargs: Any) -> dict[str, Any]:
+        self.settle()
+        return super().model_dump(**kwargs)
+
+    def model_dump_json(self, **kwargs: Any) -> str:
+        self.settle()
+        return super().model_dump_json(**kwargs)
+
+    def __eq__(self, other: object) -> bool:
+        self.settle()
+        if isinstance(other, ObligationState):
+            other.settle()
+        return super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]  # its fields hold lists: never hashable
+
+    def __copy__(self) -> ObligationState:
+        self.settle()
+        return super().__copy__()
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> ObligationState:
+        self.settle()
+        return super().__deepcopy__(memo)
+
+    def __getstate__(self) -> dict[Any, Any]:
+        self.settle()
+        return super().__getstate__()
+
+    def __iter__(self) -> Any:
+        self.settle()
+        return super().__iter__()
+
+    def __repr_args__(self) -> Any:
+        self.settle()
+        return super().__repr_args__()
+
+
+class Unbuilt(ABC):
+    """An obligation's history and deliveries, not built yet (see ``ObligationState``)."""
+
+    __slots__ = ()
+
+    @abstractmethod
+    def build(self) -> tuple[list[Any], list[Delivery]]:
+        """The history (the opening first) and the deliveries, in log order."""
+
+
+# One lock for every build: two threads reading one unbuilt state build it once.
+_BUILDING = threading.Lock()
+
+
+def _build(state: ObligationState) -> None:
+    with _BUILDING:
+        d = state.__dict__
+        pending = d["history"]
+        if type(pending) is list:
+            return  # built by another thread meanwhile
+        history, deliveries = pending.build()
+        d["deliveries"] = deliveries
+        d["history"] = history
+
+
+def _built_field(name: str) -> property:
+    def get(self: ObligationState) -> Any:
+        value = self.__dict__[name]
+        if type(value) is not list:
+            _build(self)
+            value = self.__dict__[name]
+        return value
+
+    def set_(self: ObligationState, value: Any) -> None:
+        # What pydantic does for a plain field; the other field is built first, so that a
+        # history set by hand is never overwritten by a build that was still to come.
+        self.settle()
+        self.__dict__[name] = value
+        self.__pydantic_fields_set__.add(name)
+
+    return property(get, set_, doc=f"The state's {name}, built on first read.")
+
+
+ObligationState.history = _built_field("history")  # type: ignore[assignment]
+ObligationState.deliveries = _built_field("deliveries")  # type: ignore[assignment]

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import threading
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, cast, get_args
 
 import orjson
 
@@ -58,8 +59,9 @@ from regulator.protocol.obligations import (
     ObligationResolved,
     ObligationState,
     ObligationSuperseded,
+    Unbuilt,
 )
-from regulator.protocol.vocab import TERMINAL_STATUSES
+from regulator.protocol.vocab import TERMINAL_STATUSES, Disposition, ObligationStatus
 from regulator.store import Layout, fold_cache
 from regulator.store.collector import collector_paused
 from regulator.store.ndjson import Problem, TailBatch, TailReader, describe_line_error
@@ -109,7 +111,7 @@ class RegulatoryLog:
 
     lines: int  # the number of the last line folded into an entry
 
-    def __init__(self, layout: Layout, *, path: Path | None = None) -> None:
+    def __init__(self, layout: Layout, *, path: Path | None = None, snapshots: bool = True) -> None:
         self.layout = layout
         self.path = path if path is not None else layout.signals
         self._reader = _FoldReader(
@@ -122,7 +124,7 @@ class RegulatoryLog:
         # Where the lines being read land: the list ``refresh`` returns.
         self._sink: list[RegulatoryEntry] = []
         # Only the instance's own log has a snapshot (a log read from elsewhere has none).
-        self._snapshots = SNAPSHOTS and self.path == layout.signals
+        self._snapshots = snapshots and SNAPSHOTS and self.path == layout.signals
         self._tried_snapshot = False
         self._reset()
 
@@ -198,9 +200,14 @@ class RegulatoryLog:
 
     # -- reading ---------------------------------------------------------------------------
 
-    def refresh(self) -> list[RegulatoryEntry]:
-        """Fold what was appended since the last refresh; return the new entries."""
+    def refresh(self) -> Sequence[RegulatoryEntry]:
+        """Fold what was appended since the last refresh; return the new entries.
+
+        After a restore from the snapshot, the entries of the histories not built yet are
+        built when the returned sequence is first read (its length costs nothing).
+        """
         new: list[RegulatoryEntry] = []
+        unbuilt: list[tuple[_Unbuilt, ObligationState]] = []
         # The fold makes a few long-lived objects per line and no reference cycles. Left on,
         # the cycle collector would walk everything folded so far again and again while a
         # large log loads (half the time of a cold load); it is off for the refresh, and what
@@ -215,7 +222,7 @@ class RegulatoryLog:
                     self._tried_snapshot = True  # once: a log that stays empty is not looked for
                     restored = self._restore()
                     if restored is not None:
-                        new = restored
+                        new, unbuilt = restored
                 start = self._reader.next_line
                 self._sink = new
                 while True:
@@ -223,12 +230,13 @@ class RegulatoryLog:
                     batch = self._reader.refresh(max_bytes=_SLICE_BYTES)
                     if batch.restarted:
                         whole, start = True, 1
+                        unbuilt = []  # the fold was reset: what was restored is gone
                     if not batch.more:
                         break
                 read = self._reader.next_line - start  # lines of the file this refresh read
                 if whole and self._snapshots and read >= SNAPSHOT_AFTER_LINES:
                     self._save(new)
-                return new
+                return _Entries(new, unbuilt) if unbuilt else new
             finally:
                 self._sink = []
 
@@ -254,7 +262,10 @@ class RegulatoryLog:
                 return
             # The same id, held once: the state's string instead of one copy per event.
             event.__dict__["obligation_id"] = state.id
-            state.history.append(event)
+            history = state.__dict__["history"]
+            if type(history) is not list:  # restored, not built yet: build it first
+                history = state.history
+            history.append(event)
             _apply(state, event)
         elif kind is ObligationOpened:
             assert isinstance(entry, ObligationOpened)
@@ -331,7 +342,9 @@ class RegulatoryLog:
         except Exception:  # a cache must never break reading the log: a read-only disk, …
             return
 
-    def _restore(self) -> list[RegulatoryEntry] | None:
+    def _restore(
+        self,
+    ) -> tuple[list[RegulatoryEntry], list[tuple[_Unbuilt, ObligationState]]] | None:
         """The fold from a snapshot that matches the log, or ``None`` (then: read it all)."""
         try:
             with contextlib.closing(fold_cache.read_snapshot(self.layout)) as snapshot:
@@ -359,7 +372,7 @@ class RegulatoryLog:
                     return None
                 reader_problems = [_problem_from(p) for p in _list(header.get("readerProblems"))]
                 fold_problems = [_problem_from(p) for p in _list(header.get("foldProblems"))]
-                fold = _Restored(count)
+                fold = _Restored(count, _Source(self.layout, self.path))
                 for block in snapshot:  # the file's own check runs when the blocks run out
                     fold.add(block)
                 new = fold.entries()
@@ -382,7 +395,7 @@ class RegulatoryLog:
             crc=key.crc,
             problems=reader_problems,
         )
-        return new
+        return new, fold.unbuilt
 
     # -- questions the folded state answers ------------------------------------------------
 
@@ -452,9 +465,10 @@ def _index_message(index: dict[str | None, list[VsmMessage]], message: VsmMessag
 
 
 def _apply(state: ObligationState, event: Any) -> None:
+    """Fold ``event`` into ``state``, whose history the caller has read (so it is built)."""
     kind = type(event)
     if kind is ObligationDelivered:
-        state.deliveries.append(_delivery(event))
+        state.__dict__["deliveries"].append(_delivery(event))
     elif kind is ObligationAcknowledged:
         state.acknowledged_by.append(event.by)
         if state.status == "open":
@@ -606,7 +620,7 @@ SNAPSHOTS = True
 #: A cold start that had to read at least this many lines of the log writes a snapshot.
 SNAPSHOT_AFTER_LINES = 50_000
 # Bump when what the fold keeps, or how a snapshot encodes it, changes.
-_SNAPSHOT_VERSION = 2  # 2: no line-less reader notices kept
+_SNAPSHOT_VERSION = 3  # 2: no line-less reader notices; 3: states whole, events built lazily
 # Records per block line: small enough to parse one at a time, large enough to be few.
 _BLOCK_ROWS = 2000
 
@@ -776,7 +790,7 @@ def _encode(log: RegulatoryLog, new: list[RegulatoryEntry]) -> Iterator[list[Any
                     raise _Corrupt("the fold's history is not the log's")
                 tag, to_row = _IN_GROUP[type(event)]
                 events.append([ordinal, tag, to_row(event)])
-            rows.append([first, opened_row(opened), events])
+            rows.append([first, opened_row(opened), _tail_row(state), events])
             size += len(history)
             if size >= _BLOCK_ROWS:
                 yield ["o", rows]
@@ -796,6 +810,59 @@ def _encode(log: RegulatoryLog, new: list[RegulatoryEntry]) -> Iterator[list[Any
             yield ["e", rows]
 
     return blocks()
+
+
+# What the fold adds to an obligation's own fields, besides its history and deliveries: a
+# snapshot carries them as they are, so that a restore needs no event to know them.
+_TAIL_FIELDS = tuple(
+    name
+    for name in ObligationState.model_fields
+    if name not in _OBLIGATION_FIELDS and name not in ("history", "deliveries")
+)
+_TAIL_SET = frozenset(_TAIL_FIELDS)
+# The fields ``_set_tail`` knows how to check; with any other, no snapshot is ever restored.
+_TAIL_CHECKED = set(_TAIL_FIELDS) == {
+    "status",
+    "acknowledged_by",
+    "disposition",
+    "rationale",
+    "successor",
+    "closed_at",
+    "closed_by",
+}
+_STATUSES = frozenset(get_args(ObligationStatus))
+_DISPOSITIONS = frozenset(get_args(Disposition))
+
+
+def _tail_row(state: ObligationState) -> list[Any]:
+    d = state.__dict__
+    assigned = state.__pydantic_fields_set__ - _STATE_FIELDS_SET
+    return [*(d[name] for name in _TAIL_FIELDS), sorted(assigned)]
+
+
+def _set_tail(state: ObligationState, row: Any) -> None:
+    """The folded fields of ``_tail_row``, checked as the fold would have made them."""
+    if not _TAIL_CHECKED or type(row) is not list or len(row) != len(_TAIL_FIELDS) + 1:
+        raise _Corrupt("bad state")
+    *values, assigned = row
+    tail = dict(zip(_TAIL_FIELDS, values, strict=True))
+    acknowledged = tail["acknowledged_by"]
+    if (
+        tail["status"] not in _STATUSES
+        or type(acknowledged) is not list
+        or not all(type(by) is str and by for by in acknowledged)
+        or (tail["disposition"] is not None and tail["disposition"] not in _DISPOSITIONS)
+        or not all(
+            tail[name] is None or type(tail[name]) is str
+            for name in ("rationale", "successor", "closed_at", "closed_by")
+        )
+        or type(assigned) is not list
+        or not _TAIL_SET.issuperset(assigned)
+    ):
+        raise _Corrupt("bad state")
+    state.__dict__.update(tail)
+    if assigned:
+        state.__pydantic_fields_set__.update(assigned)
 
 
 # For each record type with a codec: its tag and its encoder.
@@ -830,9 +897,13 @@ class _Restored:
     Each entry lands in its slot of ``new`` by its ordinal, unchecked per entry: ``entries``
     counts the placements and then looks for an empty slot. With exactly ``count`` placements,
     a slot given twice (or an entry that failed to build, placed as ``None``) leaves one empty.
+
+    An obligation's state is whole at once (its folded fields are in its group); its events
+    are kept as rows, its history and deliveries built from them when first read
+    (``_Unbuilt``), their slots of ``new`` held by ``_UNBUILT`` meanwhile.
     """
 
-    def __init__(self, count: int) -> None:
+    def __init__(self, count: int, source: _Source) -> None:
         self.new: list[Any] = [None] * count
         # Entries placed so far, counted per group and block, not per entry.
         self.filled = 0
@@ -841,6 +912,8 @@ class _Restored:
         self.interactions: dict[str, InteractionState] = {}
         self.by_obligation: dict[str, str] = {}
         self.cited: set[str] = set()
+        self.unbuilt: list[tuple[_Unbuilt, ObligationState]] = []
+        self._source = source
         self._opened = _CODECS["obligation-opened"].from_row
 
     def add(self, block: object) -> None:
@@ -860,50 +933,27 @@ class _Restored:
             raise _Corrupt("bad block")
 
     def _obligation(self, item: Any) -> None:
-        ordinal, row, events = item
+        ordinal, row, tail, events = item
         opened = self._opened(row)
         if not isinstance(opened, ObligationOpened) or opened.obligation.id in self.obligations:
             raise _Corrupt("bad obligation")
         state = _opened_state(opened)
+        _set_tail(state, tail)
         oid = state.id
         self.obligations[oid] = state
         self.cited.update(opened.obligation.sources)
         new = self.new
         new[ordinal] = opened
-        append = state.history.append
-        from_rows = _EVENT_FROM_ROW
-        deliver = state.deliveries.append
-        acknowledge = state.acknowledged_by.append
-        new_delivery = _new
-        for ordinal, tag, row in events:
-            # Its tag and its obligation are the group's: the row leaves both out. A row that
-            # does not build gives ``None``, which leaves its slot empty (see the class).
-            event = from_rows[tag](row, tag, oid)
-            append(event)
-            new[ordinal] = event
-            # ``_apply``, with its two commonest cases written out: they are most of the log.
-            kind = type(event)
-            if kind is ObligationDelivered:
-                # ``_delivery(event)``, inline: a third of the log's lines are deliveries.
-                d = event.__dict__
-                delivery = new_delivery(Delivery)
-                set_dict(
-                    delivery,
-                    {
-                        "at": d["at"],
-                        "channel": d["channel"],
-                        "reminder": d["reminder"],
-                        "target": d["target"],
-                    },
-                )
-                set_fields_set(delivery, _DELIVERY_SET)
-                set_extra(delivery, None)
-                set_private(delivery, None)
-                deliver(delivery)
-            elif kind is ObligationAcknowledged and state.status != "open":
-                acknowledge(event.by)
-            else:
-                _apply(state, event)
+        if events:
+            if type(events) is not list:
+                raise _Corrupt("bad obligation")
+            # Every slot is claimed now, so that a slot given twice is found now; what is in
+            # each row is checked when the row is built.
+            for ordinal, _tag, _row in events:
+                new[ordinal] = _UNBUILT
+            unbuilt = _Unbuilt(opened, oid, events, self._source)
+            state.__dict__["history"] = state.__dict__["deliveries"] = unbuilt
+            self.unbuilt.append((unbuilt, state))
         self.filled += 1 + len(events)
 
     def _entry(self, item: Any) -> None:
@@ -935,3 +985,117 @@ class _Restored:
         if self.filled != len(self.new) or type(None) in set(map(type, self.new)):
             raise _Corrupt("entries missing, or an ordinal given twice")
         return self.new
+
+
+class _UnbuiltSlot:
+    """Holds the slot of an event whose history is not built yet (one shared object)."""
+
+    __slots__ = ()
+
+
+_UNBUILT = _UnbuiltSlot()
+
+
+class _Source:
+    """Where an obligation's history comes from when its snapshot rows do not build: the log
+    itself, read once without the snapshot, its entries kept for every obligation in need."""
+
+    def __init__(self, layout: Layout, path: Path) -> None:
+        self.layout = layout
+        self.path = path
+        self._entries: Sequence[RegulatoryEntry] | None = None
+        self._lock = threading.Lock()
+
+    def entries(self) -> Sequence[RegulatoryEntry]:
+        with self._lock:
+            if self._entries is None:
+                # A snapshot that held a row that does not build is not one to start from
+                # again: the next cold start reads the log and writes a new one.
+                with contextlib.suppress(OSError):
+                    fold_cache.snapshot_path(self.layout).unlink()
+                self._entries = RegulatoryLog(
+                    self.layout, path=self.path, snapshots=False
+                ).refresh()
+            return self._entries
+
+
+class _Unbuilt(Unbuilt):
+    """One obligation's history and deliveries as its snapshot rows, built when first read."""
+
+    __slots__ = ("events", "oid", "opened", "source")
+
+    def __init__(
+        self, opened: ObligationOpened, oid: str, events: list[Any], source: _Source
+    ) -> None:
+        self.opened = opened
+        self.oid = oid
+        self.events = events
+        self.source = source
+
+    def build(self) -> tuple[list[Any], list[Delivery]]:
+        oid = self.oid
+        from_rows = _EVENT_FROM_ROW
+        history: list[Any] = [self.opened]
+        append = history.append
+        try:
+            for _ordinal, tag, row in self.events:
+                event = from_rows[tag](row, tag, oid)
+                if event is None:
+                    break
+                append(event)
+        except Exception:  # a tag or a row of the wrong shape: as a row that does not build
+            pass
+        if len(history) != len(self.events) + 1:
+            history = self._from_log()
+        deliveries = [_delivery(e) for e in history if type(e) is ObligationDelivered]
+        return history, deliveries
+
+    def _from_log(self) -> list[Any]:
+        """The history as the log holds it, at the ordinals the snapshot gave its events."""
+        entries = self.source.entries()
+        history: list[Any] = [self.opened]
+        for ordinal, _tag, _row in self.events:
+            found = type(ordinal) is int and 0 <= ordinal < len(entries)
+            event: Any = entries[ordinal] if found else None
+            if type(event) not in _OBLIGATION_EVENTS or event.obligation_id != self.oid:
+                raise CorruptState(
+                    f"{self.source.layout.label(self.source.path)}: obligation {self.oid}'s "
+                    "history does not build from the fold snapshot, and the log no longer "
+                    "holds it where the snapshot said"
+                )
+            history.append(event)
+        return history
+
+    def place(self, new: list[Any], history: list[Any]) -> None:
+        """Put the built events in their slots of ``new`` (the first refresh's entries)."""
+        for (ordinal, _tag, _row), event in zip(self.events, history[1:]):  # noqa: B905
+            new[ordinal] = event
+
+
+class _Entries(Sequence[RegulatoryEntry]):
+    """The first refresh's entries after a restore: what was not built yet is built (every
+    unbuilt history) when an entry is first read; the length needs none of it."""
+
+    def __init__(
+        self, new: list[RegulatoryEntry], unbuilt: list[tuple[_Unbuilt, ObligationState]]
+    ) -> None:
+        self._new = new
+        self._unbuilt: list[tuple[_Unbuilt, ObligationState]] | None = unbuilt
+
+    def _built(self) -> list[RegulatoryEntry]:
+        pairs = self._unbuilt
+        if pairs is not None:
+            new = self._new
+            for unbuilt, state in pairs:
+                unbuilt.place(new, state.history)
+            self._unbuilt = None
+        return self._new
+
+    def __len__(self) -> int:
+        return len(self._new)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._built()[index]
+
+    def __iter__(self) -> Iterator[RegulatoryEntry]:
+        return iter(self._built())
