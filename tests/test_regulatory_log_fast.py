@@ -993,11 +993,13 @@ def in_groups(change: Any) -> Any:
 
 
 def _second_slot_twice(group: list[Any]) -> None:
-    group[3][0][0] = group[0]  # an event given its opening's ordinal
+    group[3][0] = group[0]  # an event given its opening's ordinal
 
 
 def _row_that_does_not_build(group: list[Any]) -> None:
-    group[3][0][2][0] = "not the fields present"
+    rows = orjson.loads(group[4])  # the events, as one JSON text
+    rows[0][1][0] = "not the fields present"
+    group[4] = orjson.dumps(rows).decode()
 
 
 @pytest.mark.parametrize(

@@ -24,8 +24,10 @@ import contextlib
 import hashlib
 import threading
 import zlib
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from pathlib import Path
 from typing import Any, cast, get_args
 
@@ -620,7 +622,7 @@ SNAPSHOTS = True
 #: A cold start that had to read at least this many lines of the log writes a snapshot.
 SNAPSHOT_AFTER_LINES = 50_000
 # Bump when what the fold keeps, or how a snapshot encodes it, changes.
-_SNAPSHOT_VERSION = 3  # 2: no line-less reader notices; 3: states whole, events built lazily
+_SNAPSHOT_VERSION = 4  # 2: no line-less notices; 3: states whole; 4: events as text
 # Records per block line: small enough to parse one at a time, large enough to be few.
 _BLOCK_ROWS = 2000
 
@@ -785,12 +787,17 @@ def _encode(log: RegulatoryLog, new: list[RegulatoryEntry]) -> Iterator[list[Any
             if new[first] is not opened:
                 raise _Corrupt("the fold's history is not the log's")
             events: list[Any] = []
+            places: list[int] = []
             for ordinal, event in pairs:
                 if new[ordinal] is not event:
                     raise _Corrupt("the fold's history is not the log's")
                 tag, to_row = _IN_GROUP[type(event)]
-                events.append([ordinal, tag, to_row(event)])
-            rows.append([first, opened_row(opened), _tail_row(state), events])
+                events.append([tag, to_row(event)])
+                places.append(ordinal)
+            # The events as one JSON text: a restore decodes a string, not a list per event,
+            # and the history is built from it only if it is read.
+            text = orjson.dumps(events).decode() if events else ""
+            rows.append([first, opened_row(opened), _tail_row(state), places, text])
             size += len(history)
             if size >= _BLOCK_ROWS:
                 yield ["o", rows]
@@ -820,8 +827,8 @@ _TAIL_FIELDS = tuple(
     if name not in _OBLIGATION_FIELDS and name not in ("history", "deliveries")
 )
 _TAIL_SET = frozenset(_TAIL_FIELDS)
-# The fields ``_set_tail`` knows how to check; with any other, no snapshot is ever restored.
-_TAIL_CHECKED = set(_TAIL_FIELDS) == {
+# The fields, in the order, ``_set_tail`` knows how to check; with others no snapshot is read.
+_TAIL_CHECKED = _TAIL_FIELDS == (
     "status",
     "acknowledged_by",
     "disposition",
@@ -829,9 +836,12 @@ _TAIL_CHECKED = set(_TAIL_FIELDS) == {
     "successor",
     "closed_at",
     "closed_by",
-}
+)
 _STATUSES = frozenset(get_args(ObligationStatus))
 _DISPOSITIONS = frozenset(get_args(Disposition))
+# The tail of an obligation nothing has happened to yet (most of them, in a busy instance):
+# what ``_opened_state`` already made.
+_UNTOUCHED_TAIL: list[Any] = ["open", [], None, None, None, None, None, []]
 
 
 def _tail_row(state: ObligationState) -> list[Any]:
@@ -842,25 +852,34 @@ def _tail_row(state: ObligationState) -> list[Any]:
 
 def _set_tail(state: ObligationState, row: Any) -> None:
     """The folded fields of ``_tail_row``, checked as the fold would have made them."""
-    if not _TAIL_CHECKED or type(row) is not list or len(row) != len(_TAIL_FIELDS) + 1:
+    if row == _UNTOUCHED_TAIL and _TAIL_CHECKED:  # lists of str and None: compared in C
+        return
+    if not _TAIL_CHECKED or type(row) is not list or len(row) != 8:
         raise _Corrupt("bad state")
-    *values, assigned = row
-    tail = dict(zip(_TAIL_FIELDS, values, strict=True))
-    acknowledged = tail["acknowledged_by"]
+    status, acknowledged, disposition, rationale, successor, closed_at, closed_by, assigned = row
     if (
-        tail["status"] not in _STATUSES
+        status not in _STATUSES
         or type(acknowledged) is not list
-        or not all(type(by) is str and by for by in acknowledged)
-        or (tail["disposition"] is not None and tail["disposition"] not in _DISPOSITIONS)
-        or not all(
-            tail[name] is None or type(tail[name]) is str
-            for name in ("rationale", "successor", "closed_at", "closed_by")
-        )
+        or (disposition is not None and disposition not in _DISPOSITIONS)
+        or (rationale is not None and type(rationale) is not str)
+        or (successor is not None and type(successor) is not str)
+        or (closed_at is not None and type(closed_at) is not str)
+        or (closed_by is not None and type(closed_by) is not str)
         or type(assigned) is not list
         or not _TAIL_SET.issuperset(assigned)
     ):
         raise _Corrupt("bad state")
-    state.__dict__.update(tail)
+    for by in acknowledged:
+        if type(by) is not str or not by:
+            raise _Corrupt("bad state")
+    d = state.__dict__
+    d["status"] = status
+    d["acknowledged_by"] = acknowledged
+    d["disposition"] = disposition
+    d["rationale"] = rationale
+    d["successor"] = successor
+    d["closed_at"] = closed_at
+    d["closed_by"] = closed_by
     if assigned:
         state.__pydantic_fields_set__.update(assigned)
 
@@ -933,7 +952,7 @@ class _Restored:
             raise _Corrupt("bad block")
 
     def _obligation(self, item: Any) -> None:
-        ordinal, row, tail, events = item
+        ordinal, row, tail, places, events = item
         opened = self._opened(row)
         if not isinstance(opened, ObligationOpened) or opened.obligation.id in self.obligations:
             raise _Corrupt("bad obligation")
@@ -944,17 +963,19 @@ class _Restored:
         self.cited.update(opened.obligation.sources)
         new = self.new
         new[ordinal] = opened
-        if events:
-            if type(events) is not list:
+        if places:
+            if type(places) is not list or type(events) is not str:
                 raise _Corrupt("bad obligation")
-            # Every slot is claimed now, so that a slot given twice is found now; what is in
-            # each row is checked when the row is built.
-            for ordinal, _tag, _row in events:
-                new[ordinal] = _UNBUILT
-            unbuilt = _Unbuilt(opened, oid, events, self._source)
+            # Every slot is claimed now (a loop in C: an ordinal not a number, or out of
+            # range, raises), so that a slot given twice is found now; the events themselves
+            # are checked when they are built.
+            deque(map(new.__setitem__, places, repeat(_UNBUILT)), maxlen=0)
+            unbuilt = _Unbuilt(opened, oid, places, events, self._source)
             state.__dict__["history"] = state.__dict__["deliveries"] = unbuilt
             self.unbuilt.append((unbuilt, state))
-        self.filled += 1 + len(events)
+        elif events != "":
+            raise _Corrupt("bad obligation")
+        self.filled += 1 + len(places)
 
     def _entry(self, item: Any) -> None:
         ordinal, tag, row, placed = item
@@ -1022,14 +1043,15 @@ class _Source:
 class _Unbuilt(Unbuilt):
     """One obligation's history and deliveries as its snapshot rows, built when first read."""
 
-    __slots__ = ("events", "oid", "opened", "source")
+    __slots__ = ("events", "oid", "opened", "places", "source")
 
     def __init__(
-        self, opened: ObligationOpened, oid: str, events: list[Any], source: _Source
+        self, opened: ObligationOpened, oid: str, places: list[int], events: str, source: _Source
     ) -> None:
         self.opened = opened
         self.oid = oid
-        self.events = events
+        self.places = places  # each event's ordinal among the first refresh's entries
+        self.events = events  # the events' rows, as JSON: ``[[tag, row], …]``
         self.source = source
 
     def build(self) -> tuple[list[Any], list[Delivery]]:
@@ -1038,14 +1060,16 @@ class _Unbuilt(Unbuilt):
         history: list[Any] = [self.opened]
         append = history.append
         try:
-            for _ordinal, tag, row in self.events:
-                event = from_rows[tag](row, tag, oid)
-                if event is None:
-                    break
-                append(event)
-        except Exception:  # a tag or a row of the wrong shape: as a row that does not build
-            pass
-        if len(history) != len(self.events) + 1:
+            rows = orjson.loads(self.events)
+            if len(rows) == len(self.places):
+                for tag, row in rows:
+                    event = from_rows[tag](row, tag, oid)
+                    if event is None:
+                        break
+                    append(event)
+        except Exception:  # not JSON, a tag or a row of the wrong shape: as a row that
+            pass  # does not build
+        if len(history) != len(self.places) + 1:
             history = self._from_log()
         deliveries = [_delivery(e) for e in history if type(e) is ObligationDelivered]
         return history, deliveries
@@ -1054,7 +1078,7 @@ class _Unbuilt(Unbuilt):
         """The history as the log holds it, at the ordinals the snapshot gave its events."""
         entries = self.source.entries()
         history: list[Any] = [self.opened]
-        for ordinal, _tag, _row in self.events:
+        for ordinal in self.places:
             found = type(ordinal) is int and 0 <= ordinal < len(entries)
             event: Any = entries[ordinal] if found else None
             if type(event) not in _OBLIGATION_EVENTS or event.obligation_id != self.oid:
@@ -1068,7 +1092,7 @@ class _Unbuilt(Unbuilt):
 
     def place(self, new: list[Any], history: list[Any]) -> None:
         """Put the built events in their slots of ``new`` (the first refresh's entries)."""
-        for (ordinal, _tag, _row), event in zip(self.events, history[1:]):  # noqa: B905
+        for ordinal, event in zip(self.places, history[1:]):  # noqa: B905
             new[ordinal] = event
 
 
