@@ -299,6 +299,32 @@ async def test_once_the_instances_are_read_the_inspectors_per_unit_lists_are_mad
             ]
 
 
+async def test_the_histories_a_snapshot_left_unbuilt_are_built_off_screen_once_all_is_shown(
+    demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A restore builds no obligation's history; the attention tab, the detail pane and the
+    # inspector read them, and a first read on the UI thread cost a person up to 0.2 s at 1M
+    # lines. The opening worker builds them once every instance is on screen.
+    from regulator.rules import regulatory_log as rl
+
+    monkeypatch.setattr(rl, "SNAPSHOT_AFTER_LINES", 1)
+    rl.RegulatoryLog(Layout(demo)).refresh()  # reads it all and writes the snapshot
+    monkeypatch.setattr(rl, "SNAPSHOT_AFTER_LINES", 10**9)
+    restored = rl.RegulatoryLog(Layout(demo))
+    restored.refresh()
+    unbuilt = [o for o in restored.obligations.values() if type(o.__dict__["history"]) is not list]
+    assert len(unbuilt) > 5, "a restore leaves histories to be built"
+    app = app_for(demo)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settled(pilot)
+        log = app.models[0].log
+        await wait_for(
+            pilot,
+            lambda: all(type(o.__dict__["history"]) is list for o in log.obligations.values()),
+        )
+        assert len(log.obligations) == len(restored.obligations)
+
+
 def test_presence_is_not_beaten_while_the_room_does_not_answer(demo: Path) -> None:
     # Presence says a person can see the room; a thread beating for a UI that stopped would
     # keep sessions waiting on a screen nobody can read.

@@ -286,6 +286,15 @@ class RoomApp(App[None]):
                     model.log.obligations_of("")
                     model.log.messages_of("")
                     model.log.interactions_of("")
+        # Then the histories a snapshot's restore left to be built when read (~1 s at 1M
+        # lines): the attention tab, the detail pane and the inspector read them, and built
+        # here they cost a person no wait, nor a collection over everything they made.
+        from regulator.store.collector import collector_paused
+
+        for model in models:
+            if not model.remote:
+                with collector_paused(freeze=True):
+                    model.log.build_histories(self._stop.is_set)
 
     class Opened(Message):
         """The models are built: the room can open."""

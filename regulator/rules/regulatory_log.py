@@ -438,6 +438,16 @@ class RegulatoryLog:
             self._unit_messages = index
         return list(index.get(unit_id, ()))
 
+    def build_histories(self, stop: Callable[[], bool] = lambda: False) -> None:
+        """Build every history a restore left to be built when read (see ``ObligationState``):
+        for a long-lived reader, off the screen, before a person's first look needs them.
+        ``stop`` is asked between obligations."""
+        for state in list(self.obligations.values()):
+            if stop():
+                return
+            if type(state.__dict__["history"]) is not list:
+                state.settle()
+
     def interactions_of(self, unit_id: str) -> list[InteractionState]:
         """The questions ``unit_id`` asked, in ``interactions`` order."""
         index = self._unit_interactions
