@@ -1088,6 +1088,52 @@ def test_a_restored_history_is_built_when_first_read_and_once_for_every_thread(
     assert record_state(first) == record_state(reference.obligations[first.id])
 
 
+def test_a_restore_counts_unrouted_messages_without_building_them(
+    layout: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_busy_log(layout, rounds=1)
+    with layout.signals.open("a") as f:  # two left unrouted, one of them twice
+        twice = message("operational-signal", "again", unit="u1")
+        for m in (twice, message("audit-finding", "unseen", severity="info"), twice):
+            f.write(json.dumps(m) + "\n")
+    snapshot_after_every_cold_start(monkeypatch)
+    read_fast(layout)  # writes the snapshot
+    snapshotted = layout
+    again, _ = read_fast(snapshotted)
+    reference, _ = read_reference(snapshotted)
+    assert again._later_messages, "a restore leaves the messages to be built"
+    assert again.unrouted_count() == len(reference_unrouted(reference)) > 0
+    assert again._later_messages, "counting built nothing"
+    assert [record_state(m) for m in again.unrouted()] == [
+        record_state(m) for m in reference_unrouted(reference)
+    ]
+    assert again._later_messages is None
+    assert again.unrouted_count() == len(reference_unrouted(reference))
+
+
+def _message_row_that_does_not_build(data: bytes) -> bytes:
+    lines = [orjson.loads(line) for line in data.split(b"\n")[:-2]]
+    block = next(b for b in lines[1:] if b[0] == "m")
+    rows = orjson.loads(block[1][2])
+    rows[0][1][0] = "not the fields present"
+    block[1][2] = orjson.dumps(rows).decode()
+    body = b"".join(orjson.dumps(line) + b"\n" for line in lines)
+    return recompute_trailer(body + b"{}\n")
+
+
+def test_a_message_row_that_does_not_build_is_read_from_the_log_and_the_snapshot_dropped(
+    snapshotted: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    edit_snapshot(snapshotted, _message_row_that_does_not_build)
+    outcomes = restored(monkeypatch)
+    again, entries = read_fast(snapshotted)
+    assert outcomes == [True]
+    reference, reference_entries = read_reference(snapshotted)
+    assert_same_fold(again, reference)
+    assert_same_entries(entries, reference_entries)
+    assert not fold_cache.snapshot_path(snapshotted).exists()
+
+
 def test_a_snapshot_others_could_have_written_is_ignored(
     snapshotted: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -74,7 +74,7 @@ def cmd_obligations(args: argparse.Namespace) -> int:
         return 0
     for o in shown:
         print(describe_obligation(o))
-    unrouted = len(log.unrouted())
+    unrouted = log.unrouted_count()
     if not every:
         print("no obligations")
     elif not shown and not args.all:

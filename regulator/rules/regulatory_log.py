@@ -128,6 +128,7 @@ class RegulatoryLog:
         # Only the instance's own log has a snapshot (a log read from elsewhere has none).
         self._snapshots = snapshots and SNAPSHOTS and self.path == layout.signals
         self._tried_snapshot = False
+        self._building_messages = threading.Lock()
         self._reset()
 
     def _parse(self, raw: bytes) -> RegulatoryEntry:
@@ -182,7 +183,11 @@ class RegulatoryLog:
         return number
 
     def _reset(self) -> None:
-        self.messages: dict[str, VsmMessage] = {}
+        self._messages: dict[str, VsmMessage] = {}
+        # After a restore: the messages' groups, built into ``messages`` when first read, and
+        # their ids meanwhile (``unrouted_count`` needs no more).
+        self._later_messages: list[_Later] | None = None
+        self._message_ids: list[str] = []
         self.obligations: dict[str, ObligationState] = {}
         self.interactions: dict[str, InteractionState] = {}
         self._by_obligation: dict[str, str] = {}  # obligation id → interaction request id
@@ -191,6 +196,32 @@ class RegulatoryLog:
         self.lines = 0
         self._sink.clear()
         self._index_units()
+
+    @property
+    def messages(self) -> dict[str, VsmMessage]:
+        """Every message by id, in log order (a later message with the same id replaces the
+        earlier's value in its place)."""
+        if self._later_messages is not None:
+            self._build_messages()
+        return self._messages
+
+    @messages.setter
+    def messages(self, value: dict[str, VsmMessage]) -> None:
+        with self._building_messages:
+            self._messages = value
+            self._later_messages = None
+
+    def _build_messages(self) -> None:
+        with self._building_messages:  # two threads reading them build them once
+            groups = self._later_messages
+            if groups is None:
+                return
+            messages: dict[str, VsmMessage] = {}
+            for group in groups:
+                for message in group.built():
+                    messages[message.id] = message
+            self._messages = messages
+            self._later_messages = None
 
     def _index_units(self) -> None:
         # The per-unit lists of ``obligations_of`` and the like, each ``None`` until first
@@ -210,6 +241,7 @@ class RegulatoryLog:
         """
         new: list[RegulatoryEntry] = []
         unbuilt: list[tuple[_Unbuilt, ObligationState]] = []
+        later: list[_Later] = []
         # The fold makes a few long-lived objects per line and no reference cycles. Left on,
         # the cycle collector would walk everything folded so far again and again while a
         # large log loads (half the time of a cold load); it is off for the refresh, and what
@@ -224,7 +256,7 @@ class RegulatoryLog:
                     self._tried_snapshot = True  # once: a log that stays empty is not looked for
                     restored = self._restore()
                     if restored is not None:
-                        new, unbuilt = restored
+                        new, unbuilt, later = restored
                 start = self._reader.next_line
                 self._sink = new
                 while True:
@@ -232,13 +264,13 @@ class RegulatoryLog:
                     batch = self._reader.refresh(max_bytes=_SLICE_BYTES)
                     if batch.restarted:
                         whole, start = True, 1
-                        unbuilt = []  # the fold was reset: what was restored is gone
+                        unbuilt, later = [], []  # the fold was reset: the restore is gone
                     if not batch.more:
                         break
                 read = self._reader.next_line - start  # lines of the file this refresh read
                 if whole and self._snapshots and read >= SNAPSHOT_AFTER_LINES:
                     self._save(new)
-                return _Entries(new, unbuilt) if unbuilt else new
+                return _Entries(new, unbuilt, later) if unbuilt or later else new
             finally:
                 self._sink = []
 
@@ -346,7 +378,7 @@ class RegulatoryLog:
 
     def _restore(
         self,
-    ) -> tuple[list[RegulatoryEntry], list[tuple[_Unbuilt, ObligationState]]] | None:
+    ) -> tuple[list[RegulatoryEntry], list[tuple[_Unbuilt, ObligationState]], list[_Later]] | None:
         """The fold from a snapshot that matches the log, or ``None`` (then: read it all)."""
         try:
             with contextlib.closing(fold_cache.read_snapshot(self.layout)) as snapshot:
@@ -382,7 +414,9 @@ class RegulatoryLog:
                     return None
         except Exception:  # torn, edited, stale, someone else's, or none: read the log instead
             return None
-        self.messages = fold.messages
+        self._messages = {}
+        self._later_messages = [g for g in fold.later if g.kind == "m"]
+        self._message_ids = fold.message_ids
         self.obligations = fold.obligations
         self.interactions = fold.interactions
         self._by_obligation = fold.by_obligation
@@ -397,13 +431,20 @@ class RegulatoryLog:
             crc=key.crc,
             problems=reader_problems,
         )
-        return new, fold.unbuilt
+        return new, fold.unbuilt, fold.later
 
     # -- questions the folded state answers ------------------------------------------------
 
     def unrouted(self) -> list[VsmMessage]:
         """Messages no routing event cites yet, in log order."""
         return [m for mid, m in self.messages.items() if mid not in self.cited]
+
+    def unrouted_count(self) -> int:
+        """``len(unrouted())``, without building the messages a restore left to be built."""
+        with self._building_messages:
+            if self._later_messages is not None:
+                return len(set(self._message_ids) - self.cited)
+        return sum(mid not in self.cited for mid in self.messages)
 
     def open_obligations(self, unit: str | None = None) -> list[ObligationState]:
         """Obligations not yet terminal, optionally only those naming ``unit``."""
@@ -632,7 +673,7 @@ SNAPSHOTS = True
 #: A cold start that had to read at least this many lines of the log writes a snapshot.
 SNAPSHOT_AFTER_LINES = 50_000
 # Bump when what the fold keeps, or how a snapshot encodes it, changes.
-_SNAPSHOT_VERSION = 4  # 2: no line-less notices; 3: states whole; 4: events as text
+_SNAPSHOT_VERSION = 5  # 3: states whole; 4: events as text; 5: messages built when read
 # Records per block line: small enough to parse one at a time, large enough to be few.
 _BLOCK_ROWS = 2000
 
@@ -814,17 +855,43 @@ def _encode(log: RegulatoryLog, new: list[RegulatoryEntry]) -> Iterator[list[Any
                 rows, size = [], 0
         if rows:
             yield ["o", rows]
+        # Messages and message-noted lines, which a restore needs only the ids of (the
+        # messages' own, and the ones noted), as later groups: their places, those ids, and
+        # their rows as one JSON text, built when the messages are first read.
+        later: dict[str, tuple[list[int], list[str], list[Any]]] = {
+            "m": ([], [], []),
+            "n": ([], [], []),
+        }
+
+        def group(kind: str) -> list[Any]:
+            places, keys, texts = later[kind]
+            later[kind] = ([], [], [])
+            return [kind, [places, keys, orjson.dumps(texts).decode()]]
+
         rows = []
         for index, flag in enumerate(rest):
             if flag:
                 entry = new[index]
-                tag, to_row = _TO_ROW[type(entry)]
+                kind = type(entry)
+                tag, to_row = _TO_ROW[kind]
+                if kind in _MESSAGE_TYPES or kind is MessageNoted:
+                    name = "m" if kind in _MESSAGE_TYPES else "n"
+                    places, keys, texts = later[name]
+                    places.append(index)
+                    keys.append(entry.id if name == "m" else entry.message)  # type: ignore[union-attr]
+                    texts.append([tag, to_row(entry)])
+                    if len(places) >= _BLOCK_ROWS:
+                        yield group(name)
+                    continue
                 rows.append([index, tag, to_row(entry), flag == 2])
                 if len(rows) >= _BLOCK_ROWS:
                     yield ["e", rows]
                     rows = []
         if rows:
             yield ["e", rows]
+        for name in ("m", "n"):
+            if later[name][0]:
+                yield group(name)
 
     return blocks()
 
@@ -936,12 +1003,13 @@ class _Restored:
         self.new: list[Any] = [None] * count
         # Entries placed so far, counted per group and block, not per entry.
         self.filled = 0
-        self.messages: dict[str, VsmMessage] = {}
         self.obligations: dict[str, ObligationState] = {}
         self.interactions: dict[str, InteractionState] = {}
         self.by_obligation: dict[str, str] = {}
         self.cited: set[str] = set()
         self.unbuilt: list[tuple[_Unbuilt, ObligationState]] = []
+        self.later: list[_Later] = []  # messages ("m") and message-noted lines ("n")
+        self.message_ids: list[str] = []
         self._source = source
         self._opened = _CODECS["obligation-opened"].from_row
 
@@ -958,6 +1026,24 @@ class _Restored:
             for item in items:
                 entry(item)
             self.filled += len(items)
+        elif kind == "m" or kind == "n":
+            places, keys, text = items
+            if not (
+                type(places) is list
+                and type(keys) is list
+                and type(text) is str
+                and len(places) == len(keys)
+                and set(map(type, keys)) <= {str}
+            ):
+                raise _Corrupt("bad block")
+            # The slots claimed now (see ``_obligation``); the rows checked when built.
+            deque(map(self.new.__setitem__, places, repeat(_UNBUILT)), maxlen=0)
+            if kind == "m":
+                self.message_ids.extend(keys)
+            else:
+                self.cited.update(keys)
+            self.later.append(_Later(kind, places, keys, text, self._source))
+            self.filled += len(places)
         else:
             raise _Corrupt("bad block")
 
@@ -993,10 +1079,8 @@ class _Restored:
         if entry is None or type(placed) is not bool:
             raise _Corrupt("bad entry")
         kind = type(entry)
-        if kind in _MESSAGE_TYPES:
-            self.messages[entry.id] = entry
-        elif kind is MessageNoted:
-            self.cited.add(entry.message)
+        if kind in _MESSAGE_TYPES or kind is MessageNoted:
+            raise _Corrupt("a message outside its group")
         elif kind is InteractionRequested:
             request = entry.request
             self.interactions[request.id] = InteractionState(request)
@@ -1044,10 +1128,67 @@ class _Source:
                 # again: the next cold start reads the log and writes a new one.
                 with contextlib.suppress(OSError):
                     fold_cache.snapshot_path(self.layout).unlink()
-                self._entries = RegulatoryLog(
-                    self.layout, path=self.path, snapshots=False
-                ).refresh()
+                log = RegulatoryLog(self.layout, path=self.path, snapshots=False)
+                self._entries = log.refresh()
             return self._entries
+
+    def at(self, places: list[int], fits: Callable[[Any, int], bool], what: str) -> list[Any]:
+        """The log's entries at ``places`` (the snapshot's ordinals), each of which must
+        ``fits(entry, i)``; a ``CorruptState`` naming ``what`` if the log no longer holds
+        them there."""
+        entries = self.entries()
+        out: list[Any] = []
+        for i, place in enumerate(places):
+            found = type(place) is int and 0 <= place < len(entries)
+            entry = entries[place] if found else None
+            if entry is None or not fits(entry, i):
+                raise CorruptState(
+                    f"{self.layout.label(self.path)}: {what} does not build from the fold "
+                    "snapshot, and the log no longer holds it where the snapshot said"
+                )
+            out.append(entry)
+        return out
+
+
+class _Later:
+    """A group of messages ("m") or message-noted lines ("n") a restore did not build: their
+    places among the first refresh's entries, their keys (a message's id, the id a line
+    notes), and their rows as one JSON text."""
+
+    __slots__ = ("keys", "kind", "places", "source", "text")
+
+    def __init__(
+        self, kind: str, places: list[int], keys: list[str], text: str, source: _Source
+    ) -> None:
+        self.kind = kind
+        self.places = places
+        self.keys = keys
+        self.text = text
+        self.source = source
+
+    def _fits(self, entry: Any, i: int) -> bool:
+        if self.kind == "m":
+            return type(entry) in _MESSAGE_TYPES and bool(entry.id == self.keys[i])
+        return type(entry) is MessageNoted and bool(entry.message == self.keys[i])
+
+    def built(self) -> list[Any]:
+        """The entries, from the rows; from the log if one does not build or fit its key."""
+        out: list[Any] = []
+        fits = self._fits
+        try:
+            rows = orjson.loads(self.text)
+            if type(rows) is list and len(rows) == len(self.places):
+                for i, (tag, row) in enumerate(rows):
+                    entry = _CODECS[tag].from_row(row)
+                    if entry is None or not fits(entry, i):
+                        break
+                    out.append(entry)
+        except Exception:  # not JSON, a tag or a row of the wrong shape
+            pass
+        if len(out) != len(self.places):
+            what = "a message" if self.kind == "m" else "a message-noted line"
+            out = self.source.at(self.places, fits, what)
+        return out
 
 
 class _Unbuilt(Unbuilt):
@@ -1086,19 +1227,13 @@ class _Unbuilt(Unbuilt):
 
     def _from_log(self) -> list[Any]:
         """The history as the log holds it, at the ordinals the snapshot gave its events."""
-        entries = self.source.entries()
-        history: list[Any] = [self.opened]
-        for ordinal in self.places:
-            found = type(ordinal) is int and 0 <= ordinal < len(entries)
-            event: Any = entries[ordinal] if found else None
-            if type(event) not in _OBLIGATION_EVENTS or event.obligation_id != self.oid:
-                raise CorruptState(
-                    f"{self.source.layout.label(self.source.path)}: obligation {self.oid}'s "
-                    "history does not build from the fold snapshot, and the log no longer "
-                    "holds it where the snapshot said"
-                )
-            history.append(event)
-        return history
+        oid = self.oid
+
+        def fits(event: Any, _i: int) -> bool:
+            return type(event) in _OBLIGATION_EVENTS and bool(event.obligation_id == oid)
+
+        events = self.source.at(self.places, fits, f"obligation {oid}'s history")
+        return [self.opened, *events]
 
     def place(self, new: list[Any], history: list[Any]) -> None:
         """Put the built events in their slots of ``new`` (the first refresh's entries)."""
@@ -1111,10 +1246,14 @@ class _Entries(Sequence[RegulatoryEntry]):
     unbuilt history) when an entry is first read; the length needs none of it."""
 
     def __init__(
-        self, new: list[RegulatoryEntry], unbuilt: list[tuple[_Unbuilt, ObligationState]]
+        self,
+        new: list[RegulatoryEntry],
+        unbuilt: list[tuple[_Unbuilt, ObligationState]],
+        later: list[_Later],
     ) -> None:
         self._new = new
         self._unbuilt: list[tuple[_Unbuilt, ObligationState]] | None = unbuilt
+        self._later = later
 
     def _built(self) -> list[RegulatoryEntry]:
         pairs = self._unbuilt
@@ -1122,6 +1261,10 @@ class _Entries(Sequence[RegulatoryEntry]):
             new = self._new
             for unbuilt, state in pairs:
                 unbuilt.place(new, state.history)
+            # Entries of their own (the log's messages are built apart, when first read).
+            for group in self._later:
+                for place, entry in zip(group.places, group.built()):  # noqa: B905
+                    new[place] = entry
             self._unbuilt = None
         return self._new
 

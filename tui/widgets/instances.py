@@ -181,7 +181,7 @@ class InstanceExtra(Widget):
         cached = self._unrouted.get(index)
         if cached is None or cached[0] != lines:
             with model.lock:
-                cached = (lines, len(model.log.unrouted()))
+                cached = (lines, model.log.unrouted_count())
             self._unrouted[index] = cached
         extra.append(f"\nunrouted messages: {cached[1]}", style="bold")
         if cached[1]:
