@@ -1111,6 +1111,33 @@ def test_a_restore_counts_unrouted_messages_without_building_them(
     assert again.unrouted_count() == len(reference_unrouted(reference))
 
 
+def test_one_message_is_found_after_a_restore_by_building_only_its_group(
+    layout: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_busy_log(layout, rounds=1)
+    with layout.signals.open("a") as f:  # an id seen twice: the dict holds the second
+        first = message("operational-signal", "first", unit="u1")
+        second = {**first, "subject": "second"}
+        f.write(json.dumps(first) + "\n" + json.dumps(second) + "\n")
+    snapshot_after_every_cold_start(monkeypatch)
+    read_fast(layout)  # writes the snapshot
+    snapshotted = layout
+    again, _ = read_fast(snapshotted)
+    assert again.message(first["id"]).subject == "second"  # type: ignore[union-attr]
+    reference, _ = read_reference(snapshotted)
+    some = list(reference.messages)[-1]
+    assert record_state(again.message(some)) == record_state(reference.messages[some])
+    assert again._later_messages is not None and len(again._built_groups) == 1
+    assert again.message("no-such-message") is None
+    for mid, m in reference.messages.items():  # each as the dict holds it (the last, if twice)
+        assert record_state(again.message(mid)) == record_state(m)
+    assert again._later_messages is not None, "nothing but groups was built"
+    assert [record_state(m) for m in again.messages.values()] == [
+        record_state(m) for m in reference.messages.values()
+    ]
+    assert record_state(again.message(some)) == record_state(reference.messages[some])
+
+
 def _message_row_that_does_not_build(data: bytes) -> bytes:
     lines = [orjson.loads(line) for line in data.split(b"\n")[:-2]]
     block = next(b for b in lines[1:] if b[0] == "m")

@@ -105,7 +105,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     log = ledger.refresh()
     _warn_problems(log)
     o = find_obligation(log, args.id)
-    sources = [log.messages[s] for s in o.sources if s in log.messages]
+    sources = [m for s in o.sources if (m := log.message(s)) is not None]
     if args.json:
         print_json(
             {

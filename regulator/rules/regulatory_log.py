@@ -188,6 +188,9 @@ class RegulatoryLog:
         # their ids meanwhile (``unrouted_count`` needs no more).
         self._later_messages: list[_Later] | None = None
         self._message_ids: list[str] = []
+        # For ``message``: which group holds each id (its last), and the groups built so far.
+        self._message_where: dict[str, tuple[int, int]] | None = None
+        self._built_groups: dict[int, list[Any]] = {}
         self.obligations: dict[str, ObligationState] = {}
         self.interactions: dict[str, InteractionState] = {}
         self._by_obligation: dict[str, str] = {}  # obligation id → interaction request id
@@ -217,11 +220,40 @@ class RegulatoryLog:
             if groups is None:
                 return
             messages: dict[str, VsmMessage] = {}
-            for group in groups:
-                for message in group.built():
+            built = self._built_groups
+            for n, group in enumerate(groups):
+                for message in built.get(n) or group.built():
                     messages[message.id] = message
             self._messages = messages
             self._later_messages = None
+            self._message_where = None
+            self._built_groups = {}
+
+    def message(self, message_id: str) -> VsmMessage | None:
+        """``messages.get(message_id)``, building at most the one group of messages that holds
+        it when a restore left them unbuilt (a pane showing one obligation's sources)."""
+        if self._later_messages is None:
+            return self.messages.get(message_id)
+        with self._building_messages:
+            groups = self._later_messages
+            if groups is None:
+                return self._messages.get(message_id)
+            where = self._message_where
+            if where is None:
+                where = self._message_where = {
+                    key: (n, i)
+                    for n, group in enumerate(groups)
+                    for i, key in enumerate(group.keys)
+                }
+            found = where.get(message_id)
+            if found is None:
+                return None
+            n, i = found
+            built = self._built_groups.get(n)
+            if built is None:
+                built = self._built_groups[n] = groups[n].built()
+            message: VsmMessage = built[i]
+            return message
 
     def _index_units(self) -> None:
         # The per-unit lists of ``obligations_of`` and the like, each ``None`` until first
@@ -440,10 +472,10 @@ class RegulatoryLog:
         return [m for mid, m in self.messages.items() if mid not in self.cited]
 
     def unrouted_count(self) -> int:
-        """``len(unrouted())``, without building the messages a restore left to be built."""
-        with self._building_messages:
-            if self._later_messages is not None:
-                return len(set(self._message_ids) - self.cited)
+        """``len(unrouted())``, without building the messages a restore left to be built
+        (nor waiting for a build on another thread: until it ends, the ids say as much)."""
+        if self._later_messages is not None:
+            return len(set(self._message_ids) - self.cited)
         return sum(mid not in self.cited for mid in self.messages)
 
     def open_obligations(self, unit: str | None = None) -> list[ObligationState]:

@@ -92,7 +92,7 @@ class ObligationDetail(Widget):
             text.append("\n")
         text.append("\nsources\n", style="bold")
         for source in o.sources:
-            message = model.log.messages.get(source)
+            message = model.log.message(source)
             predecessor = model.log.obligations.get(source)
             if message is not None:
                 line = f"  message {message.kind} {source[:8]}: {message.subject}"
