@@ -511,11 +511,23 @@ class RegulatoryLog:
             self._unit_messages = index
         return list(index.get(unit_id, ()))
 
-    def build_histories(self, stop: Callable[[], bool] = lambda: False) -> None:
-        """Build every history a restore left to be built when read (see ``ObligationState``):
+    def build_histories(
+        self, stop: Callable[[], bool] = lambda: False, *, asked_only: bool = False
+    ) -> None:
+        """Build the histories a restore left to be built when read (see ``ObligationState``):
         for a long-lived reader, off the screen, before a person's first look needs them.
-        ``stop`` is asked between obligations."""
-        for state in list(self.obligations.values()):
+        ``asked_only``: only those of obligations a question was asked about (what a report
+        of the questions reads). ``stop`` is asked between obligations."""
+        if asked_only:
+            obligations = self.obligations
+            states = [
+                o
+                for i in list(self.interactions.values())
+                if (o := obligations.get(i.request.obligation_id)) is not None
+            ]
+        else:
+            states = list(self.obligations.values())
+        for state in states:
             if stop():
                 return
             if type(state.__dict__["history"]) is not list:
