@@ -1094,13 +1094,19 @@ class _Restored:
     def _obligation(self, item: Any) -> None:
         ordinal, row, tail, places, events = item
         opened = self._opened(row)
-        if not isinstance(opened, ObligationOpened) or opened.obligation.id in self.obligations:
+        if type(opened) is not ObligationOpened:
             raise _Corrupt("bad obligation")
         state = _opened_state(opened)
-        _set_tail(state, tail)
+        if tail != _UNTOUCHED_TAIL:  # most are: nothing to set (compared in C)
+            _set_tail(state, tail)
         oid = state.id
-        self.obligations[oid] = state
-        self.cited.update(opened.obligation.sources)
+        obligations = self.obligations
+        if oid in obligations:
+            raise _Corrupt("bad obligation")
+        obligations[oid] = state
+        sources = state.sources
+        if sources:
+            self.cited.update(sources)
         new = self.new
         new[ordinal] = opened
         if places:
