@@ -1088,6 +1088,47 @@ def test_a_restored_history_is_built_when_first_read_and_once_for_every_thread(
     assert record_state(first) == record_state(reference.obligations[first.id])
 
 
+def test_what_pydantic_does_with_an_unbuilt_state_sees_its_history(
+    snapshotted: Layout,
+) -> None:
+    """Dumps, comparison, copies, pickling and repr read ``__dict__`` directly: each builds
+    a restored state's history first, so none of them sees it missing."""
+    import copy
+    import pickle
+
+    from regulator.protocol.fast_dump import dumper_for
+
+    reference, _ = read_reference(snapshotted)
+
+    def unbuilt() -> Any:
+        again, _ = read_fast(snapshotted)
+        return next(
+            o
+            for o in again.obligations.values()
+            if type(o.__dict__["history"]) is not list and o.id in reference.obligations
+        )
+
+    def theirs(state: Any) -> Any:
+        return reference.obligations[state.id]
+
+    o = unbuilt()
+    assert o.to_json_dict() == theirs(o).to_json_dict() and len(o.history) > 1
+    o = unbuilt()
+    assert o.model_dump_json() == theirs(o).model_dump_json()
+    o = unbuilt()
+    assert dumper_for(ObligationState).dump(o, []) == theirs(o).to_json_dict()
+    o = unbuilt()
+    assert o == theirs(o) and theirs(o) == unbuilt()
+    o = unbuilt()
+    assert copy.copy(o).history == theirs(o).history
+    o = unbuilt()
+    assert copy.deepcopy(o).deliveries == theirs(o).deliveries
+    o = unbuilt()
+    assert pickle.loads(pickle.dumps(o)) == theirs(o)
+    o = unbuilt()
+    assert "ObligationOpened" in repr(o) and dict(o)["history"] == theirs(o).history
+
+
 def test_a_restore_counts_unrouted_messages_without_building_them(
     layout: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
