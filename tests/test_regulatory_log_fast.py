@@ -504,14 +504,20 @@ def test_refreshing_as_lines_arrive_folds_what_one_cold_read_folds(layout: Layou
     assert_same_entries(seen, reference_entries)
 
 
-def test_a_log_replaced_by_another_is_folded_afresh(layout: Layout) -> None:
-    write_busy_log(layout, rounds=2)
+def followed_then_replaced(layout: Layout, before: int, after: int) -> RegulatoryLog:
+    """A log of ``before`` rounds read by a follower, then replaced by one of ``after``."""
+    write_busy_log(layout, rounds=before)
     log = RegulatoryLog(layout)
     log.refresh()
     replacement = layout.signals.with_name("other.ndjson")
     replacement.write_bytes(b"")
     replacement.replace(layout.signals)
-    write_busy_log(layout, rounds=1)
+    write_busy_log(layout, rounds=after)
+    return log
+
+
+def test_a_log_replaced_by_another_is_folded_afresh(layout: Layout) -> None:
+    log = followed_then_replaced(layout, 2, 1)
     entries = log.refresh()
     reference, reference_entries = read_reference(layout)
     mine, theirs = fold_state(log), fold_state(reference)
@@ -858,13 +864,7 @@ def test_a_snapshot_written_after_the_log_was_replaced_does_not_say_so_at_later_
 ) -> None:
     """ "The log was replaced" is news to the process that saw it happen, not a fact about the
     file: a later start from the snapshot that reading wrote reports what a full read would."""
-    write_busy_log(layout, rounds=1)
-    log = RegulatoryLog(layout)
-    log.refresh()
-    replacement = layout.signals.with_name("other.ndjson")
-    replacement.write_bytes(b"")
-    replacement.replace(layout.signals)
-    write_busy_log(layout, rounds=2)
+    log = followed_then_replaced(layout, 1, 2)
     snapshot_after_every_cold_start(monkeypatch)
     outcomes = restored(monkeypatch)
     log.refresh()  # the new file, read whole: writes the snapshot
@@ -1033,23 +1033,6 @@ def test_a_tampered_snapshot_is_ignored(
     stale_or_tampered(snapshotted, monkeypatch)
 
 
-def test_an_event_row_that_does_not_build_is_read_from_the_log_and_the_snapshot_dropped(
-    snapshotted: Layout, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Rows are checked as they are built, when a history is first read: one that does not
-    build is taken from the log itself (at the place the snapshot gave it), and a snapshot
-    that held it is not started from again."""
-    edit_snapshot(snapshotted, in_groups(_row_that_does_not_build))
-    outcomes = restored(monkeypatch)
-    again, entries = read_fast(snapshotted)
-    assert outcomes == [True]
-    assert fold_cache.snapshot_path(snapshotted).exists()  # nothing was built yet
-    reference, reference_entries = read_reference(snapshotted)
-    assert_same_fold(again, reference)
-    assert_same_entries(entries, reference_entries)
-    assert not fold_cache.snapshot_path(snapshotted).exists()
-
-
 def test_a_restored_history_is_built_when_first_read_and_once_for_every_thread(
     snapshotted: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -1189,13 +1172,24 @@ def _message_row_that_does_not_build(data: bytes) -> bytes:
     return recompute_trailer(body + b"{}\n")
 
 
-def test_a_message_row_that_does_not_build_is_read_from_the_log_and_the_snapshot_dropped(
-    snapshotted: Layout, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(in_groups(_row_that_does_not_build), id="an obligation's event"),
+        pytest.param(_message_row_that_does_not_build, id="a message"),
+    ],
+)
+def test_a_row_that_does_not_build_is_read_from_the_log_and_the_snapshot_dropped(
+    snapshotted: Layout, monkeypatch: pytest.MonkeyPatch, change: Any
 ) -> None:
-    edit_snapshot(snapshotted, _message_row_that_does_not_build)
+    """Rows are checked as they are built, when first read: one that does not build is taken
+    from the log itself (at the place the snapshot gave it), and a snapshot that held it is
+    not started from again."""
+    edit_snapshot(snapshotted, change)
     outcomes = restored(monkeypatch)
     again, entries = read_fast(snapshotted)
     assert outcomes == [True]
+    assert fold_cache.snapshot_path(snapshotted).exists()  # nothing was built yet
     reference, reference_entries = read_reference(snapshotted)
     assert_same_fold(again, reference)
     assert_same_entries(entries, reference_entries)
