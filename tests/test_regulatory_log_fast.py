@@ -1196,6 +1196,52 @@ def test_a_row_that_does_not_build_is_read_from_the_log_and_the_snapshot_dropped
     assert not fold_cache.snapshot_path(snapshotted).exists()
 
 
+def test_a_restore_followed_by_a_long_tail_writes_a_new_snapshot(
+    snapshotted: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A start that restored and then read many appended lines writes a snapshot of it all,
+    what the restore left unbuilt included, so the next start reads no tail."""
+    path = fold_cache.snapshot_path(snapshotted)
+    before = path.read_bytes()
+    write_busy_log(snapshotted, rounds=1)
+    snapshot_after_every_cold_start(monkeypatch)
+    outcomes = restored(monkeypatch)
+    read_fast(snapshotted)  # restores, reads the tail, writes a new snapshot
+    assert path.read_bytes() != before
+    monkeypatch.setattr(rl, "SNAPSHOT_AFTER_LINES", 10**9)
+    again, entries = read_fast(snapshotted)
+    assert outcomes == [True, True]
+    assert again._reader.next_line - 1 == snapshotted.signals.read_bytes().count(b"\n")
+    reference, reference_entries = read_reference(snapshotted)
+    assert_same_fold(again, reference)
+    assert_same_entries(entries, reference_entries)
+
+
+def test_a_log_replaced_while_another_thread_builds_its_messages_keeps_only_the_new_ones(
+    snapshotted: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The room's warm-up builds a restored log's messages while a fold may find the log
+    replaced: the build ends before the fold forgets them, and its messages are not kept."""
+    log, _ = read_fast(snapshotted)
+    built = rl._Later.built
+
+    def slow(self: Any) -> Any:
+        time.sleep(0.2)  # long enough for the fold below to find the log replaced
+        return built(self)
+
+    monkeypatch.setattr(rl._Later, "built", slow)
+    reader = threading.Thread(target=lambda: log.messages)
+    reader.start()
+    time.sleep(0.05)
+    replacement = snapshotted.signals.with_name("other.ndjson")
+    fresh = message("operational-signal", "the only one", unit="u1")
+    replacement.write_text(json.dumps(fresh) + "\n")
+    replacement.replace(snapshotted.signals)
+    log.refresh()
+    reader.join()
+    assert list(log.messages) == [fresh["id"]]
+
+
 def test_a_snapshot_others_could_have_written_is_ignored(
     snapshotted: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -293,7 +293,9 @@ class RoomApp(App[None]):
             if model.remote:
                 continue
             log = model.log
-            with collector_paused(freeze=True):
+            # What it makes is frozen, as a large fold's objects are, only after a restore
+            # (whose messages wait to be built): a small log's fold has nothing left to build.
+            with collector_paused(freeze=not log.messages_built):
                 log.build_histories(self._stop.is_set, asked_only=True)
                 log.messages  # noqa: B018
                 for make in (log.obligations_of, log.messages_of, log.interactions_of):

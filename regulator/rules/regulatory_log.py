@@ -183,14 +183,17 @@ class RegulatoryLog:
         return number
 
     def _reset(self) -> None:
-        self._messages: dict[str, VsmMessage] = {}
-        # After a restore: the messages' groups, built into ``messages`` when first read, and
-        # their ids meanwhile (``unrouted_count`` needs no more).
-        self._later_messages: list[_Later] | None = None
-        self._message_ids: list[str] = []
-        # For ``message``: which group holds each id (its last), and the groups built so far.
-        self._message_where: dict[str, tuple[int, int]] | None = None
-        self._built_groups: dict[int, list[Any]] = {}
+        # Under the messages' lock: a build of a restored log's messages on another thread
+        # (the room's warm-up) ends, and publishes, before this forgets them, never after.
+        with self._building_messages:
+            self._messages: dict[str, VsmMessage] = {}
+            # After a restore: the messages' groups, built into ``messages`` when first read,
+            # and their ids meanwhile (``unrouted_count`` needs no more).
+            self._later_messages: list[_Later] | None = None
+            self._message_ids: list[str] = []
+            # For ``message``: which group holds each id (its last), and the groups built.
+            self._message_where: dict[str, tuple[int, int]] | None = None
+            self._built_groups: dict[int, list[Any]] = {}
         self.obligations: dict[str, ObligationState] = {}
         self.interactions: dict[str, InteractionState] = {}
         self._by_obligation: dict[str, str] = {}  # obligation id → interaction request id
@@ -300,9 +303,12 @@ class RegulatoryLog:
                     if not batch.more:
                         break
                 read = self._reader.next_line - start  # lines of the file this refresh read
+                entries = _Entries(new, unbuilt, later) if unbuilt or later else None
                 if whole and self._snapshots and read >= SNAPSHOT_AFTER_LINES:
-                    self._save(new)
-                return _Entries(new, unbuilt, later) if unbuilt or later else new
+                    # After a restore and a long tail, a new snapshot: it needs every entry
+                    # built, what the restore left to be built included.
+                    self._save(entries.whole() if entries is not None else new)
+                return entries if entries is not None else new
             finally:
                 self._sink = []
 
@@ -532,6 +538,11 @@ class RegulatoryLog:
                 return
             if type(state.__dict__["history"]) is not list:
                 state.settle()
+
+    @property
+    def messages_built(self) -> bool:
+        """Whether ``messages`` holds every message (false after a restore, until read)."""
+        return self._later_messages is None
 
     def interactions_of(self, unit_id: str) -> list[InteractionState]:
         """The questions ``unit_id`` asked, in ``interactions`` order."""
@@ -1305,7 +1316,8 @@ class _Entries(Sequence[RegulatoryEntry]):
         self._unbuilt: list[tuple[_Unbuilt, ObligationState]] | None = unbuilt
         self._later = later
 
-    def _built(self) -> list[RegulatoryEntry]:
+    def whole(self) -> list[RegulatoryEntry]:
+        """Every entry, what was not built yet built now."""
         pairs = self._unbuilt
         if pairs is not None:
             new = self._new
@@ -1322,7 +1334,7 @@ class _Entries(Sequence[RegulatoryEntry]):
         return len(self._new)
 
     def __getitem__(self, index: Any) -> Any:
-        return self._built()[index]
+        return self.whole()[index]
 
     def __iter__(self) -> Iterator[RegulatoryEntry]:
-        return iter(self._built())
+        return iter(self.whole())
