@@ -16,6 +16,12 @@ did); the cycle collector is kept out of the way of a large fold (see ``refresh`
 snapshot of the fold (``fold_cache``), written after a cold start that read much of the log,
 lets the next cold start read only what was appended since. The first refresh returns every
 entry of the log either way.
+
+A start from the snapshot makes each obligation's state and each question at once, and leaves
+what a reader may never look at to be built when first read: each obligation's history and
+deliveries (``ObligationState``, ``_Unbuilt``), the log's messages and message-noted lines
+(``messages``, ``message``, ``_Later``), and the first refresh's entries (``_Entries``). A row
+that does not build when its turn comes is read from the log itself (``_Source``).
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ doubt about it and it is ignored, never repaired or half-used. It is trusted onl
   equal to the one recorded when the prefix was folded.
 
 The content is JSON lines only — never a pickle, nothing that runs code when read — and what
-the blocks hold is checked again as it is decoded (see ``fast_records``). The CRCs catch
+the blocks hold is checked again as it is decoded (see ``fast_records``), or, for what a
+restore leaves to be built when read, as it is built (see ``regulatory_log``). The CRCs catch
 accidents (a log truncated and grown again, a disk error); they are not a defence against a
 person who can write this user's files, who could as well write the log.
 """
