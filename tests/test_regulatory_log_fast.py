@@ -203,6 +203,14 @@ def assert_same_fold(fast: RegulatoryLog, reference: ReferenceFold) -> None:
     assert_per_unit_lists_are_the_scans(fast)
 
 
+def assert_folds_as_the_reference(layout: Layout, log: RegulatoryLog, entries: Any) -> None:
+    """``log`` holds what the pydantic fold of ``layout``'s log holds, and ``entries`` are
+    its entries."""
+    reference, reference_entries = read_reference(layout)
+    assert_same_fold(log, reference)
+    assert_same_entries(entries, reference_entries)
+
+
 def reference_unrouted(reference: ReferenceFold) -> list[Any]:
     return [m for mid, m in reference.messages.items() if mid not in reference.cited]
 
@@ -474,9 +482,7 @@ def snapshot_after_every_cold_start(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_fast_fold_holds_exactly_what_the_pydantic_fold_holds(layout: Layout) -> None:
     write_busy_log(layout)
     fast, fast_entries = read_fast(layout)
-    reference, reference_entries = read_reference(layout)
-    assert_same_fold(fast, reference)
-    assert_same_entries(fast_entries, reference_entries)
+    assert_folds_as_the_reference(layout, fast, fast_entries)
     assert len(fast.problems) > 20 and fast.obligations and fast.interactions
 
 
@@ -499,9 +505,7 @@ def test_refreshing_as_lines_arrive_folds_what_one_cold_read_folds(layout: Layou
     for _ in range(3):
         write_busy_log(layout, rounds=1)
         seen += follower.refresh()
-    reference, reference_entries = read_reference(layout)
-    assert_same_fold(follower, reference)
-    assert_same_entries(seen, reference_entries)
+    assert_folds_as_the_reference(layout, follower, seen)
 
 
 def followed_then_replaced(layout: Layout, before: int, after: int) -> RegulatoryLog:
@@ -762,16 +766,13 @@ def test_a_log_of_the_originals_line_shapes_folds_as_the_pydantic_fold_does(
     for _ in range(2):
         raw(layout, *(orjson.dumps(shape) for shape in ORIGINAL_SHAPES.values()))
     fast, entries = read_fast(layout)
-    reference, reference_entries = read_reference(layout)
-    assert_same_fold(fast, reference)
-    assert_same_entries(entries, reference_entries)
+    assert_folds_as_the_reference(layout, fast, entries)
     snapshot_after_every_cold_start(monkeypatch)
     read_fast(layout)
     outcomes = restored(monkeypatch)
     again, again_entries = read_fast(layout)
     assert outcomes == [True]
-    assert_same_fold(again, reference)
-    assert_same_entries(again_entries, reference_entries)
+    assert_folds_as_the_reference(layout, again, again_entries)
 
 
 def test_each_sample_is_taken_by_the_fast_builder_as_pydantic_takes_it() -> None:
@@ -832,9 +833,7 @@ def test_a_cold_start_from_a_snapshot_folds_what_a_full_read_folds(
     assert fold_cache.snapshot_path(layout).exists()
     again, entries = read_fast(layout)
     assert outcomes == [False, True]
-    reference, reference_entries = read_reference(layout)
-    assert_same_fold(again, reference)
-    assert_same_entries(entries, reference_entries)
+    assert_folds_as_the_reference(layout, again, entries)
 
 
 def test_lines_appended_after_the_snapshot_are_folded_on_top_of_it(
@@ -910,9 +909,7 @@ def stale_or_tampered(layout: Layout, monkeypatch: pytest.MonkeyPatch) -> None:
     outcomes = restored(monkeypatch)
     again, entries = read_fast(layout)
     assert outcomes == [False]
-    reference, reference_entries = read_reference(layout)
-    assert_same_fold(again, reference)
-    assert_same_entries(entries, reference_entries)
+    assert_folds_as_the_reference(layout, again, entries)
 
 
 @pytest.fixture
@@ -1190,9 +1187,7 @@ def test_a_row_that_does_not_build_is_read_from_the_log_and_the_snapshot_dropped
     again, entries = read_fast(snapshotted)
     assert outcomes == [True]
     assert fold_cache.snapshot_path(snapshotted).exists()  # nothing was built yet
-    reference, reference_entries = read_reference(snapshotted)
-    assert_same_fold(again, reference)
-    assert_same_entries(entries, reference_entries)
+    assert_folds_as_the_reference(snapshotted, again, entries)
     assert not fold_cache.snapshot_path(snapshotted).exists()
 
 
@@ -1212,9 +1207,7 @@ def test_a_restore_followed_by_a_long_tail_writes_a_new_snapshot(
     again, entries = read_fast(snapshotted)
     assert outcomes == [True, True]
     assert again._reader.next_line - 1 == snapshotted.signals.read_bytes().count(b"\n")
-    reference, reference_entries = read_reference(snapshotted)
-    assert_same_fold(again, reference)
-    assert_same_entries(entries, reference_entries)
+    assert_folds_as_the_reference(snapshotted, again, entries)
 
 
 def test_a_log_replaced_while_another_thread_builds_its_messages_keeps_only_the_new_ones(
@@ -1269,9 +1262,7 @@ def test_a_symlink_in_place_of_the_cache_is_neither_read_nor_written_through(
     fold_cache.cache_dir(layout).symlink_to(elsewhere)
     log, entries = read_fast(layout)  # reads fine, writes nothing
     assert list(elsewhere.iterdir()) == []
-    reference, reference_entries = read_reference(layout)
-    assert_same_fold(log, reference)
-    assert_same_entries(entries, reference_entries)
+    assert_folds_as_the_reference(layout, log, entries)
 
 
 def test_a_half_written_last_line_leaves_no_snapshot_until_it_is_whole(
@@ -1289,9 +1280,7 @@ def test_a_half_written_last_line_leaves_no_snapshot_until_it_is_whole(
     outcomes = restored(monkeypatch)
     again, entries = read_fast(layout)
     assert outcomes == [True]
-    reference, reference_entries = read_reference(layout)
-    assert_same_fold(again, reference)
-    assert_same_entries(entries, reference_entries)
+    assert_folds_as_the_reference(layout, again, entries)
 
 
 # --- the per-unit lists ---------------------------------------------------------------------
