@@ -14,6 +14,7 @@ import os
 import random
 import shutil
 import socket
+import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -88,3 +89,28 @@ async def settled(pilot: Any, seconds: float = 10) -> None:
             raise AssertionError("the room did not finish reading in time")
         await pilot.pause(0.02)
     await pilot.pause()
+
+
+def held_folds(model: Any) -> tuple[threading.Event, threading.Event]:
+    """Make ``model``'s folds take as long as the test wants: each waits (at most 15 s) until
+    the first event returned is set. The second is set when a fold has started."""
+    gate, started = threading.Event(), threading.Event()
+    fold = model.refresh
+
+    def held(paths: Any = None) -> Any:
+        started.set()
+        gate.wait(timeout=15)
+        return fold(paths)
+
+    model.refresh = held
+    return gate, started
+
+
+async def on_the_inbox(pilot: Any) -> Any:
+    """Once the room has read everything: its main screen, showing the Inbox tab."""
+    await settled(pilot)
+    main = pilot.app.main
+    assert main is not None
+    main.action_tab("inbox")
+    await pilot.pause()
+    return main

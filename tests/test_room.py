@@ -21,7 +21,7 @@ from tui.keys import RowKey
 from tui.screens.inspector import UnitInspector
 from tui.widgets.rowtable import RowTable
 
-from .room_fixture import build_fixture, copy_fixture, fixed_clock, settled
+from .room_fixture import build_fixture, copy_fixture, fixed_clock, on_the_inbox, settled
 
 pytestmark = pytest.mark.asyncio
 
@@ -55,11 +55,7 @@ def inbox(app: RoomApp) -> RowTable[Any]:
 
 async def select(app: RoomApp, pilot: Any, predicate: Callable[[Any], bool]) -> Any:
     """Move the inbox cursor to the first obligation that satisfies ``predicate``."""
-    await settled(pilot)
-    main = app.main
-    assert main is not None
-    main.action_tab("inbox")
-    await pilot.pause()
+    await on_the_inbox(pilot)
     table = inbox(app)
     for key in table.keys:
         _, o = app.lookup(key)

@@ -26,7 +26,14 @@ from tui.dialogs import AnswerDialog, PersonPicker, QuitConfirm
 from tui.screens.inspector import UnitInspector
 from tui.widgets.rowtable import RowTable
 
-from .room_fixture import SHOWN_ROOT, build_fixture, copy_fixture, fixed_clock, settled
+from .room_fixture import (
+    SHOWN_ROOT,
+    build_fixture,
+    copy_fixture,
+    fixed_clock,
+    on_the_inbox,
+    settled,
+)
 
 
 @pytest.fixture(scope="module")
@@ -74,11 +81,7 @@ def question(kind: str) -> Callable[[Any], bool]:
 
 async def open_answer(app: RoomApp, pilot: Any, kind: str) -> tuple[Any, AnswerDialog]:
     """Highlight the first open question of ``kind`` in the inbox and press ``a`` on it."""
-    await settled(pilot)
-    main = app.main
-    assert main is not None
-    main.action_tab("inbox")
-    await pilot.pause()
+    await on_the_inbox(pilot)
     table = app.screen.query_one("#inbox-table", RowTable)
     for key in table.keys:
         o = app.lookup(key)[1]

@@ -31,7 +31,7 @@ from tui.widgets.banners import WaitingBanner
 from tui.widgets.reading import Reading
 from tui.widgets.topbar import TopBar
 
-from .room_fixture import build_fixture, copy_fixture, fixed_clock, settled
+from .room_fixture import build_fixture, copy_fixture, fixed_clock, held_folds, settled
 from .test_room_deliberate import a_session_waits
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -155,15 +155,7 @@ async def test_while_an_instance_is_still_read_the_ones_read_already_are_shown_a
 ) -> None:
     other = copy_fixture(demo, tmp_path / "other" / "calc2")
     app = app_for(demo, other)
-    slow = app.models[1]
-    gate = threading.Event()
-    fold = slow.refresh
-
-    def slow_fold(paths: Any = None) -> Any:
-        gate.wait(timeout=15)
-        return fold(paths)
-
-    slow.refresh = slow_fold  # type: ignore[method-assign]
+    gate, _ = held_folds(app.models[1])
     async with app.run_test(size=(160, 48)) as pilot:
         await wait_for(pilot, lambda: app.main is not None and bool(app.main.inbox.index.keys))
         main = app.main

@@ -27,7 +27,14 @@ from tui.keys import RowKey
 from tui.model import InstanceModel
 from tui.screens.inspector import UnitInspector
 
-from .room_fixture import build_fixture, copy_fixture, fixed_clock, settled
+from .room_fixture import (
+    build_fixture,
+    copy_fixture,
+    fixed_clock,
+    held_folds,
+    on_the_inbox,
+    settled,
+)
 
 
 @pytest.fixture(scope="module")
@@ -65,16 +72,7 @@ async def test_with_a_slow_fold_the_room_takes_keys_and_shows_loading_before_the
 ) -> None:
     app = app_for(demo)
     model = app.models[0]
-    gate = threading.Event()
-    started = threading.Event()
-    fold = model.refresh
-
-    def slow(paths: Any = None) -> Any:
-        started.set()
-        gate.wait(timeout=15)  # a fold that takes seconds, until the test lets it end
-        return fold(paths)
-
-    model.refresh = slow  # type: ignore[method-assign]
+    gate, started = held_folds(model)  # a fold that takes seconds, until the test lets go
     async with app.run_test(size=(160, 48)) as pilot:
         # The first read starts as soon as the model is built, while the main screen goes up.
         await wait_for(pilot, lambda: started.is_set() and app.main is not None)
@@ -104,15 +102,7 @@ async def test_quitting_before_an_instance_is_read_asks_first(demo: Path) -> Non
     from tui.dialogs import QuitConfirm
 
     app = app_for(demo)
-    model = app.models[0]
-    gate = threading.Event()
-    fold = model.refresh
-
-    def slow(paths: Any = None) -> Any:
-        gate.wait(timeout=15)
-        return fold(paths)
-
-    model.refresh = slow  # type: ignore[method-assign]
+    gate, _ = held_folds(app.models[0])
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("q")
         await wait_for(pilot, lambda: isinstance(app.screen, QuitConfirm))
@@ -241,11 +231,7 @@ def test_typing_more_of_a_filter_narrows_to_what_the_whole_filter_keeps(demo: Pa
 async def test_a_theme_switch_recolours_every_visible_row(demo: Path) -> None:
     app = app_for(demo)
     async with app.run_test(size=(160, 48)) as pilot:
-        await settled(pilot)
-        main = app.main
-        assert main is not None
-        main.action_tab("inbox")
-        await pilot.pause()
+        main = await on_the_inbox(pilot)
         table = main.inbox_table
         rows = range(1, len(table.keys) + 1)
         before = [table.render_line(y) for y in rows]
@@ -275,11 +261,7 @@ async def test_at_80x24_help_and_quit_stay_in_the_footer_and_the_subject_stays_r
 ) -> None:
     app = app_for(demo)
     async with app.run_test(size=(80, 24)) as pilot:
-        await settled(pilot)
-        main = app.main
-        assert main is not None
-        main.action_tab("inbox")
-        await pilot.pause()
+        main = await on_the_inbox(pilot)
         keys = footer_keys(app)
         assert keys[:2] == ["question_mark", "q"]
         for key in main.query(FooterKey)[:2]:
@@ -397,11 +379,7 @@ async def test_an_inbox_rebuilt_while_other_work_holds_an_instances_lock_fills_i
     # again by itself, or it stays empty while the instances table counts what is owed.
     app = app_for(demo)
     async with app.run_test(size=(160, 48)) as pilot:
-        await settled(pilot)
-        main = app.main
-        assert main is not None
-        main.action_tab("inbox")
-        await pilot.pause()
+        main = await on_the_inbox(pilot)
         shown = len(main.inbox_table.keys)
         assert shown > 0
         held, release = threading.Event(), threading.Event()
