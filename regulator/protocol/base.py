@@ -20,6 +20,10 @@ class Record(BaseModel):
         populate_by_name=True,
         extra="forbid",
         frozen=True,
+        # Each model's validator is built when first used, not at import: a command imports
+        # some eighty models and uses few of them through pydantic (the compiled builders
+        # and dumpers of fast_records and fast_dump do most of the work).
+        defer_build=True,
     )
 
     def to_json_dict(self) -> dict[str, Any]:

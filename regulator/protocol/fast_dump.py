@@ -45,6 +45,7 @@ OPAQUE: Any = type("Opaque", (), {"__repr__": lambda self: "OPAQUE", "__slots__"
 _UNDERSTOOD_CONFIG = frozenset(
     {
         "alias_generator",
+        "defer_build",
         "populate_by_name",
         "validate_by_name",
         "validate_by_alias",

@@ -55,6 +55,7 @@ Encoder = Callable[[Any], list[Any]]
 _UNDERSTOOD_CONFIG = frozenset(
     {
         "alias_generator",
+        "defer_build",
         "populate_by_name",
         "validate_by_name",
         "validate_by_alias",
