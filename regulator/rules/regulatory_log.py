@@ -1069,6 +1069,7 @@ class _Restored:
         self.by_obligation: dict[str, str] = {}
         self.cited: set[str] = set()
         self.unbuilt: list[tuple[_Unbuilt, ObligationState]] = []
+        self._claimed: list[int] = []  # the slots of every obligation's events
         self.later: list[_Later] = []  # messages ("m") and message-noted lines ("n")
         self.message_ids: list[str] = []
         self._source = source
@@ -1079,9 +1080,7 @@ class _Restored:
             raise _Corrupt("bad block")
         kind, items = block
         if kind == "o":
-            obligation = self._obligation
-            for item in items:
-                obligation(item)
+            self._obligations(items)
         elif kind == "e":
             entry = self._entry
             for item in items:
@@ -1097,7 +1096,7 @@ class _Restored:
                 and set(map(type, keys)) <= {str}
             ):
                 raise _Corrupt("bad block")
-            # The slots claimed now (see ``_obligation``); the rows checked when built.
+            # The slots claimed now (see ``entries``); the rows checked when built.
             deque(map(self.new.__setitem__, places, repeat(_UNBUILT)), maxlen=0)
             if kind == "m":
                 self.message_ids.extend(keys)
@@ -1108,37 +1107,51 @@ class _Restored:
         else:
             raise _Corrupt("bad block")
 
-    def _obligation(self, item: Any) -> None:
-        ordinal, row, tail, places, events = item
-        opened = self._opened(row)
-        if type(opened) is not ObligationOpened:
-            raise _Corrupt("bad obligation")
-        state = _opened_state(opened)
-        if tail != _UNTOUCHED_TAIL:  # most are: nothing to set (compared in C)
-            _set_tail(state, tail)
-        oid = state.id
+    def _obligations(self, items: list[Any]) -> None:
+        """A block of obligations: each one's state, whole but for its history and deliveries.
+
+        One loop for the block, its names local (this runs for every obligation of a large
+        log, and is most of a restore). The slots of the events are claimed all at once, in
+        ``entries``, so that a slot given twice is still found before anything is used.
+        """
+        from_row = self._opened
         obligations = self.obligations
-        if oid in obligations:
-            raise _Corrupt("bad obligation")
-        obligations[oid] = state
-        sources = state.sources
-        if sources:
-            self.cited.update(sources)
+        cited = self.cited
         new = self.new
-        new[ordinal] = opened
-        if places:
-            if type(places) is not list or type(events) is not str:
+        claim = self._claimed.extend
+        keep = self.unbuilt.append
+        source = self._source
+        untouched = _UNTOUCHED_TAIL
+        filled = 0
+        for ordinal, row, tail, places, events in items:
+            opened = from_row(row)
+            if type(opened) is not ObligationOpened:
                 raise _Corrupt("bad obligation")
-            # Every slot is claimed now (a loop in C: an ordinal not a number, or out of
-            # range, raises), so that a slot given twice is found now; the events themselves
-            # are checked when they are built.
-            deque(map(new.__setitem__, places, repeat(_UNBUILT)), maxlen=0)
-            unbuilt = _Unbuilt(opened, oid, places, events, self._source)
-            state.__dict__["history"] = state.__dict__["deliveries"] = unbuilt
-            self.unbuilt.append((unbuilt, state))
-        elif events != "":
-            raise _Corrupt("bad obligation")
-        self.filled += 1 + len(places)
+            state = _opened_state(opened)
+            if tail != untouched:  # most are: nothing to set (compared in C)
+                _set_tail(state, tail)
+            oid = state.id
+            if oid in obligations:
+                raise _Corrupt("bad obligation")
+            obligations[oid] = state
+            sources = state.sources
+            if sources:
+                cited.update(sources)
+            new[ordinal] = opened
+            if places:
+                if type(places) is not list or type(events) is not str:
+                    raise _Corrupt("bad obligation")
+                claim(places)
+                unbuilt = _Unbuilt(opened, oid, places, events, source)
+                d = state.__dict__
+                d["history"] = d["deliveries"] = unbuilt
+                keep((unbuilt, state))
+                filled += 1 + len(places)
+            elif events != "":
+                raise _Corrupt("bad obligation")
+            else:
+                filled += 1
+        self.filled += filled
 
     def _entry(self, item: Any) -> None:
         ordinal, tag, row, placed = item
@@ -1163,6 +1176,11 @@ class _Restored:
         self.new[ordinal] = entry
 
     def entries(self) -> list[RegulatoryEntry]:
+        # Every event's slot claimed now (a loop in C: an ordinal not a number, or out of
+        # range, raises); a slot given twice leaves another empty, which the check finds.
+        new = self.new
+        deque(map(new.__setitem__, self._claimed, repeat(_UNBUILT)), maxlen=0)
+        self._claimed = []
         # By type, not ``None in``: that would call each record's ``__eq__``.
         if self.filled != len(self.new) or type(None) in set(map(type, self.new)):
             raise _Corrupt("entries missing, or an ordinal given twice")

@@ -218,18 +218,23 @@ def _lines(fd: int) -> Iterator[Any]:
         if not chunk:
             break
         data = carry + chunk if carry else chunk
-        lines = data.split(b"\n")
-        carry = lines.pop()
-        for line in lines:
+        # Each line parsed and checked where it lies in ``data`` (a view, not a copy: the
+        # blocks are most of the file, and splitting copied every byte of it once more).
+        view = memoryview(data)
+        at = 0
+        while (end := data.find(b"\n", at)) >= 0:
             if trailer is not None:
                 raise SnapshotInvalid("data after the trailer")
+            line = view[at:end]
             value = _parse(line)
             if isinstance(value, dict) and "end" in value:
                 trailer = value
-                continue
-            crc = zlib.crc32(b"\n", zlib.crc32(line, crc))
-            count += 1
-            yield value
+            else:
+                crc = zlib.crc32(view[at : end + 1], crc)  # the line and its newline
+                count += 1
+                yield value
+            at = end + 1
+        carry = data[at:]
     if carry:
         raise SnapshotInvalid("torn: the last line is incomplete")
     if (
@@ -241,7 +246,7 @@ def _lines(fd: int) -> Iterator[Any]:
         raise SnapshotInvalid("the trailer does not match the content")
 
 
-def _parse(line: bytes) -> Any:
+def _parse(line: bytes | memoryview) -> Any:
     try:
         return orjson.loads(line)
     except orjson.JSONDecodeError:
