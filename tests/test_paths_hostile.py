@@ -18,6 +18,7 @@ import pytest
 
 from regulator.host.instance import read_canaries
 from regulator.policy import load_definition
+from regulator.rules.execution import ExecutionStore
 from regulator.store import Layout, StoreError
 
 from .conftest import git, run_cli
@@ -124,6 +125,58 @@ def test_a_symlinked_unit_directory_is_named_by_status_and_doctor_not_silently_d
     assert shown.returncode == 1
     no_traceback(shown)
     assert "units/u2: is a symlink" in shown.stderr
+
+
+def _outcome(read: object) -> object:
+    try:
+        got = read() if callable(read) else read
+    except Exception as exc:
+        return (type(exc), str(exc))
+    return (type(got), str(got)) if isinstance(got, Exception) else got
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        "unit directory a symlink",
+        "symlink to a file",
+        "dangling symlink",
+        "fifo",
+        "directory",
+        "missing",
+        "not JSON",
+    ],
+)
+def test_reading_every_unit_at_once_refuses_what_reading_one_refuses(
+    with_unit: Path, tmp_path: Path, how: str
+) -> None:
+    """The room reads all units through one open directory; a link it followed there, or a
+    FIFO it waited on, would be a unit that reading it alone refuses."""
+    layout = Layout(with_unit)
+    units = layout.units_dir
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    valid = UNIT_JSON.replace('"u1"', '"u2"')
+    (units / "u2").mkdir()
+    target = units / "u2" / "unit.json"
+    if how == "unit directory a symlink":
+        (elsewhere / "unit.json").write_text(valid)
+        (units / "u2").rmdir()
+        (units / "u2").symlink_to(elsewhere)
+    elif how == "symlink to a file":  # a whole valid unit behind the link
+        (elsewhere / "unit.json").write_text(valid)
+        target.symlink_to(elsewhere / "unit.json")
+    elif how == "not JSON":
+        target.write_text('{"unitId": ')
+    elif how != "missing":
+        plant(target, how, elsewhere)
+    store = ExecutionStore(layout)
+    each = dict(store.each_unit(["u1", "u2", "u3"]))
+    assert set(each) == {"u1", "u2", "u3"}
+    assert each["u1"] == store.unit("u1")
+    for unit_id in ("u2", "u3"):
+        assert isinstance(each[unit_id], Exception), each[unit_id]
+        assert _outcome(each[unit_id]) == _outcome(lambda u=unit_id: store.unit(u))
 
 
 INSTANCE_FILES = [

@@ -321,11 +321,11 @@ class InstanceModel:
     def _read_units(self) -> None:
         problems: list[str] = []
         units: dict[str, UnitRecord] = {}
-        for unit_id in self.layout.list_units():
-            try:
-                units[unit_id] = self.store.unit(unit_id)
-            except Exception as exc:  # a bad record is a problem to show, not a crash
-                problems.append(f"{self.layout.label(self.layout.unit_record(unit_id))}: {exc}")
+        for unit_id, got in self.store.each_unit(self.layout.list_units()):
+            if isinstance(got, Exception):  # a bad record is a problem to show, not a crash
+                problems.append(f"{self.layout.label(self.layout.unit_record(unit_id))}: {got}")
+            else:
+                units[unit_id] = got
         self.units = units
         try:
             self.leases = LeaseStore(self.layout, self.clock).leases()

@@ -57,6 +57,7 @@ from regulator.store import (
     create_bytes_exclusive,
     locked_directory,
     read_bytes,
+    read_each,
     write_bytes_atomic,
 )
 
@@ -222,6 +223,21 @@ class ExecutionStore:
         if record is None:
             raise self._missing(unit_id)
         return record
+
+    def each_unit(self, unit_ids: list[str]) -> Iterator[tuple[str, UnitRecord | Exception]]:
+        """``(id, unit(id))`` for each id, or the error ``unit(id)`` raises for it, the units'
+        directory opened once for them all (a room reads thousands of units at a start)."""
+        for unit_id, raw in read_each(self.layout.units_dir, unit_ids, "unit.json"):
+            if raw is not None:
+                try:
+                    yield unit_id, load_record(UnitRecord, raw)
+                    continue
+                except ValueError:
+                    pass  # said again below, naming the file
+            try:
+                yield unit_id, self.unit(unit_id)
+            except Exception as exc:  # the caller's to report, as ``unit`` would raise it
+                yield unit_id, exc
 
     def units(self) -> list[UnitRecord]:
         """Every unit whose record reads, by directory name. A bad one is ``doctor``'s."""
