@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.widgets import OptionList, TabbedContent
+from textual.widgets import OptionList, Static, TabbedContent
 from textual.widgets._footer import FooterKey
 
 from regulator.rules.ledger import Ledger
@@ -399,3 +399,45 @@ async def test_an_inbox_rebuilt_while_other_work_holds_an_instances_lock_fills_i
             release.set()
             holder.join(10)
         await wait_for(pilot, lambda: len(main.inbox_table.keys) == shown)
+
+
+# --- a change read while a screen is open over the main one -------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_a_change_read_while_a_dialog_or_the_inspector_is_open_reaches_it(
+    demo: Path,
+) -> None:
+    app = app_for(demo)
+    signals = demo / ".regulator" / "signals.ndjson"
+    ledger = Ledger(Layout(demo))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await on_the_inbox(pilot)
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, AcknowledgeDialog))
+        dialog = app.screen
+        assert isinstance(dialog, AcknowledgeDialog)
+        # Someone else closes it meanwhile: the dialog says so, and offers nothing more.
+        ledger.resolve(dialog.obligation.id, "alice", "fixed", "done from the command line")
+        app.request_fold(0, {signals})
+        await wait_for(pilot, lambda: dialog.closed_elsewhere)
+        banner = str(dialog.query_one("#closed-banner", Static).render())
+        assert banner.startswith("resolved by alice") and "nothing more to do here" in banner
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is app.main)
+        app.open_unit(0, "flaky-import")
+        await wait_for(pilot, lambda: isinstance(app.screen, UnitInspector))
+        inspector = app.screen
+        assert isinstance(inspector, UnitInspector)
+        await settled(pilot)
+        built = inspector.built
+        ledger.open_obligation(
+            subject="a new finding",
+            concern="audit-finding",
+            sources=["m-y"],
+            severity="advisory",
+            consumer="S3",
+            blocks=False,
+        )
+        app.request_fold(0, {signals})
+        await wait_for(pilot, lambda: inspector.built > built)

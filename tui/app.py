@@ -267,10 +267,6 @@ class RoomApp(App[None]):
             self.call_from_thread(self.exit, None, 1)
             return
         self.post_message(self.Opened())
-        # What the first change and the first keys need, while the main screen goes up.
-        from . import dialogs  # noqa: F401
-        from .screens import inspector  # noqa: F401
-
         for index, model in enumerate(models):
             if self._stop.is_set():
                 return
@@ -284,8 +280,12 @@ class RoomApp(App[None]):
         # reads (the others wait to be read: one for the detail pane, a unit's for the
         # inspector; building all raised B8's peak memory by a fifth); then the messages and the
         # per-unit lists the inspector reads, each list under the model's lock, held
-        # briefly: the instances pane takes it too.
+        # briefly: the instances pane takes it too. Before that, what the first keys open:
+        # imported here rather than on the UI thread, after the first reads a person waits for.
         from regulator.store.collector import collector_paused
+
+        from . import dialogs  # noqa: F401
+        from .screens import inspector  # noqa: F401
 
         for model in models:
             if self._stop.is_set():
@@ -506,9 +506,6 @@ class RoomApp(App[None]):
         self.post_message(Folded(index, changes))
 
     def on_folded(self, message: Folded) -> None:
-        from .dialogs import ObligationDialog
-        from .screens.inspector import UnitInspector
-
         index, changes = message.index, message.changes
         model = self.models[index]
         self._folding.discard(index)
@@ -535,11 +532,12 @@ class RoomApp(App[None]):
                 main.problems = sum(m.problem_count for m in self.models)
                 main.reading = sum(not m.loaded for m in self.models)
         if changed:
+            # The dialogs and the inspector say what a change means to them (named, not
+            # imported here: the first reads run before those modules are needed).
             for screen in self.screen_stack:
-                if isinstance(screen, ObligationDialog):
-                    screen.obligation_changed()
-                if isinstance(screen, UnitInspector) and screen.model is model:
-                    screen.refresh_view()
+                instance_changed = getattr(screen, "instance_changed", None)
+                if instance_changed is not None:
+                    instance_changed(model)
         if index in self._pending and not self.paused:
             self._start_fold(index)
 

@@ -105,6 +105,10 @@ class ObligationDialog(ModalScreen[Done | None]):
     def clear_refusal(self) -> None:
         self.query_one("#refusal", Static).add_class("hidden")
 
+    def instance_changed(self, _model: InstanceModel) -> None:
+        """The room read a change of an instance (``RoomApp.on_folded``)."""
+        self.obligation_changed()
+
     def obligation_changed(self) -> None:
         """Called on a live refresh: the obligation may have been closed by someone else."""
         state = self.model.log.obligations.get(self.obligation.id)

@@ -102,6 +102,11 @@ class UnitInspector(Screen[None]):
         except NoMatches:  # closed before its parts were up (``o`` then esc at once)
             self._resume_collector()
 
+    def instance_changed(self, model: InstanceModel) -> None:
+        """The room read a change of an instance (``RoomApp.on_folded``): this unit's?"""
+        if model is self.model:
+            self.refresh_view()
+
     def refresh_view(self) -> None:
         """Read the unit again: the header at once, the replay on a worker."""
         model = self.model
