@@ -972,21 +972,61 @@ def edit_snapshot(layout: Layout, change: Any) -> None:
 def recompute_trailer(data: bytes) -> bytes:
     lines = data.split(b"\n")[:-2]  # drop the trailer and the empty last piece
     body = b"".join(line + b"\n" for line in lines)
-    trailer = {"end": fold_cache.FORMAT, "blocks": len(lines) - 1, "crc": zlib.crc32(body)}
+    blocks = (len(lines) - 1) // 2  # a header, then each block's line and its texts line
+    trailer = {"end": fold_cache.FORMAT, "blocks": blocks, "crc": zlib.crc32(body)}
     return body + orjson.dumps(trailer) + b"\n"
 
 
+def snapshot_parts(data: bytes) -> tuple[Any, list[tuple[Any, bytes]]]:
+    """A snapshot's header, and each block with its texts line."""
+    lines = data.split(b"\n")[:-2]
+    pairs = [(orjson.loads(lines[i]), lines[i + 1]) for i in range(1, len(lines), 2)]
+    return orjson.loads(lines[0]), pairs
+
+
+def snapshot_bytes(header: Any, pairs: list[tuple[Any, bytes]]) -> bytes:
+    """The snapshot of ``snapshot_parts``, its trailer computed."""
+    body = orjson.dumps(header) + b"\n"
+    body += b"".join(orjson.dumps(block) + b"\n" + texts + b"\n" for block, texts in pairs)
+    return recompute_trailer(body + b"{}\n")
+
+
 def in_groups(change: Any) -> Any:
-    """An edit of the first obligation group with events, the trailer recomputed after it."""
+    """An edit of the first obligation group with events, given as it was before the texts
+    had lines of their own (``[ordinal, opened, tail, places, events text]``); the block's
+    texts line and offsets, and the trailer, recomputed after it."""
 
     def edit(data: bytes) -> bytes:
-        lines = [orjson.loads(line) for line in data.split(b"\n")[:-2]]
-        group = next(g for block in lines[1:] if block[0] == "o" for g in block[1] if g[3])
-        change(group)
-        body = b"".join(orjson.dumps(line) + b"\n" for line in lines)
-        return recompute_trailer(body + b"{}\n")
+        header, pairs = snapshot_parts(data)
+        changed = False
+        out: list[tuple[Any, bytes]] = []
+        for block, texts in pairs:
+            if block[0] == "o":
+                groups = [[*g[:4], texts[g[4] : g[4] + g[5]].decode()] for g in block[1]]
+                target = next((g for g in groups if g[3]), None)
+                if not changed and target is not None:
+                    change(target)
+                    changed = True
+                rows, packed = [], b""
+                for g in groups:
+                    text = g[4].encode()
+                    rows.append([*g[:4], len(packed), len(text)])
+                    packed += text
+                block, texts = ["o", rows], packed
+            out.append((block, texts))
+        assert changed
+        return snapshot_bytes(header, out)
 
     return edit
+
+
+def _text_past_its_line(data: bytes) -> bytes:
+    header, pairs = snapshot_parts(data)
+    at = next(i for i, (block, _) in enumerate(pairs) if block[0] == "o")
+    block, texts = pairs[at]
+    group = next(g for g in block[1] if g[3])
+    group[5] = len(texts) - group[4] + 1  # one byte past the end of its line
+    return snapshot_bytes(header, pairs)
 
 
 def _second_slot_twice(group: list[Any]) -> None:
@@ -1004,6 +1044,7 @@ def _row_that_does_not_build(group: list[Any]) -> None:
     [
         pytest.param(lambda d: d.replace(b'"fixed"', b'"fixxd"', 1), id="a byte changed"),
         pytest.param(in_groups(_second_slot_twice), id="an ordinal given twice"),
+        pytest.param(_text_past_its_line, id="a text said to end past its line"),
         pytest.param(lambda d: d[: len(d) // 2], id="cut in half"),
         pytest.param(lambda d: d[: d.rindex(b"\n", 0, len(d) - 1) + 1], id="trailer gone"),
         pytest.param(lambda d: d + b'["o",[]]\n', id="a block after the trailer"),
@@ -1160,13 +1201,12 @@ def test_one_message_is_found_after_a_restore_by_building_only_its_group(
 
 
 def _message_row_that_does_not_build(data: bytes) -> bytes:
-    lines = [orjson.loads(line) for line in data.split(b"\n")[:-2]]
-    block = next(b for b in lines[1:] if b[0] == "m")
-    rows = orjson.loads(block[1][2])
+    header, pairs = snapshot_parts(data)
+    at = next(i for i, (block, _) in enumerate(pairs) if block[0] == "m")
+    rows = orjson.loads(pairs[at][1])  # the group's rows, its block's texts line
     rows[0][1][0] = "not the fields present"
-    block[1][2] = orjson.dumps(rows).decode()
-    body = b"".join(orjson.dumps(line) + b"\n" for line in lines)
-    return recompute_trailer(body + b"{}\n")
+    pairs[at] = (pairs[at][0], orjson.dumps(rows))
+    return snapshot_bytes(header, pairs)
 
 
 @pytest.mark.parametrize(
@@ -1189,6 +1229,43 @@ def test_a_row_that_does_not_build_is_read_from_the_log_and_the_snapshot_dropped
     assert fold_cache.snapshot_path(snapshotted).exists()  # nothing was built yet
     assert_folds_as_the_reference(snapshotted, again, entries)
     assert not fold_cache.snapshot_path(snapshotted).exists()
+
+
+def test_a_restore_reads_no_text_and_a_history_reads_only_its_own(
+    snapshotted: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The texts (events, messages) are most of a snapshot: a restore leaves them in the
+    file, and building one history reads that history's text alone."""
+    reads: list[int] = []
+    read = fold_cache.SnapshotFile.read
+
+    def counted(self: Any, offset: int, size: int) -> bytes:
+        reads.append(size)
+        return read(self, offset, size)
+
+    monkeypatch.setattr(fold_cache.SnapshotFile, "read", counted)
+    log, entries = read_fast(snapshotted)
+    assert log._later_messages is not None and len(log.obligations) > 1
+    assert [o.status for o in log.obligations.values()] and reads == []
+    some = next(o for o in log.obligations.values() if type(o.__dict__["history"]) is not list)
+    assert len(some.history) > 1
+    assert len(reads) == 1 and 0 < reads[0] < fold_cache.snapshot_path(snapshotted).stat().st_size
+    assert_folds_as_the_reference(snapshotted, log, entries)
+
+
+def test_a_snapshot_cut_short_after_a_restore_gives_way_to_the_log(
+    snapshotted: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The texts are read from the file when built: if it lost them meanwhile (cut short in
+    place), what they held is read from the log, and the snapshot is not started from again."""
+    outcomes = restored(monkeypatch)
+    again, entries = read_fast(snapshotted)
+    assert outcomes == [True]
+    path = fold_cache.snapshot_path(snapshotted)
+    with path.open("r+b") as f:
+        f.truncate(len(f.readline()))  # the header alone
+    assert_folds_as_the_reference(snapshotted, again, entries)
+    assert not path.exists()
 
 
 def test_a_restore_followed_by_a_long_tail_writes_a_new_snapshot(

@@ -20,8 +20,10 @@ entry of the log either way.
 A start from the snapshot makes each obligation's state and each question at once, and leaves
 what a reader may never look at to be built when first read: each obligation's history and
 deliveries (``ObligationState``, ``_Unbuilt``), the log's messages and message-noted lines
-(``messages``, ``message``, ``_Later``), and the first refresh's entries (``_Entries``). A row
-that does not build when its turn comes is read from the log itself (``_Source``).
+(``messages``, ``message``, ``_Later``), and the first refresh's entries (``_Entries``). The
+texts those are built from stay in the snapshot's file until then (``_Text``). A row that does
+not build when its turn comes, or is no longer in the file, is read from the log itself
+(``_Source``).
 """
 
 from __future__ import annotations
@@ -425,7 +427,8 @@ class RegulatoryLog:
     ) -> tuple[list[RegulatoryEntry], list[tuple[_Unbuilt, ObligationState]], list[_Later]] | None:
         """The fold from a snapshot that matches the log, or ``None`` (then: read it all)."""
         try:
-            with contextlib.closing(fold_cache.read_snapshot(self.layout)) as snapshot:
+            file = fold_cache.open_snapshot(self.layout)
+            with contextlib.closing(file.blocks()) as snapshot:
                 header = next(snapshot)
                 if not (
                     isinstance(header, dict)
@@ -450,9 +453,10 @@ class RegulatoryLog:
                     return None
                 reader_problems = [_problem_from(p) for p in _list(header.get("readerProblems"))]
                 fold_problems = [_problem_from(p) for p in _list(header.get("foldProblems"))]
-                fold = _Restored(count, _Source(self.layout, self.path))
-                for block in snapshot:  # the file's own check runs when the blocks run out
-                    fold.add(block)
+                fold = _Restored(count, _Source(self.layout, self.path), file)
+                # The file's own check runs when the blocks run out.
+                for block, offset, size in snapshot:
+                    fold.add(block, offset, size)
                 new = fold.entries()
                 if not matched():
                     return None
@@ -734,7 +738,9 @@ SNAPSHOTS = True
 #: A cold start that had to read at least this many lines of the log writes a snapshot.
 SNAPSHOT_AFTER_LINES = 50_000
 # Bump when what the fold keeps, or how a snapshot encodes it, changes.
-_SNAPSHOT_VERSION = 5  # 3: states whole; 4: events as text; 5: messages built when read
+# 3: states whole; 4: events as text; 5: messages built when read; 6: the texts on lines of
+# their own, read from the file when built
+_SNAPSHOT_VERSION = 6
 # Records per block line: small enough to parse one at a time, large enough to be few.
 _BLOCK_ROWS = 2000
 
@@ -843,7 +849,9 @@ def _list(value: object) -> list[object]:
     return value
 
 
-def _encode(log: RegulatoryLog, new: list[RegulatoryEntry]) -> Iterator[list[Any]] | None:
+def _encode(
+    log: RegulatoryLog, new: list[RegulatoryEntry]
+) -> Iterator[tuple[list[Any], bytes]] | None:
     """The blocks of a snapshot of ``log``, whose entries since the log's start are ``new``.
 
     Obligation by obligation — the opening, then its events — because restoring them together
@@ -888,9 +896,11 @@ def _encode(log: RegulatoryLog, new: list[RegulatoryEntry]) -> Iterator[list[Any
     ):
         return None
 
-    def blocks() -> Iterator[list[Any]]:
+    def blocks() -> Iterator[tuple[list[Any], bytes]]:
         opened_row = _CODECS["obligation-opened"].to_row
         rows: list[Any] = []
+        texts: list[bytes] = []  # the block's texts line, in pieces
+        at = 0  # where the next text starts in it
         size = 0
         for oid, state in obligations.items():
             history = state.history
@@ -906,28 +916,31 @@ def _encode(log: RegulatoryLog, new: list[RegulatoryEntry]) -> Iterator[list[Any
                 tag, to_row = _IN_GROUP[type(event)]
                 events.append([tag, to_row(event)])
                 places.append(ordinal)
-            # The events as one JSON text: a restore decodes a string, not a list per event,
-            # and the history is built from it only if it is read.
-            text = orjson.dumps(events).decode() if events else ""
-            rows.append([first, opened_row(opened), _tail_row(state), places, text])
+            # The events as one JSON text on the block's texts line, named by where it lies
+            # there: a restore decodes none of it, and a history is built from its text (read
+            # from the file) only if it is read.
+            text = orjson.dumps(events) if events else b""
+            texts.append(text)
+            rows.append([first, opened_row(opened), _tail_row(state), places, at, len(text)])
+            at += len(text)
             size += len(history)
             if size >= _BLOCK_ROWS:
-                yield ["o", rows]
-                rows, size = [], 0
+                yield ["o", rows], b"".join(texts)
+                rows, texts, at, size = [], [], 0, 0
         if rows:
-            yield ["o", rows]
+            yield ["o", rows], b"".join(texts)
         # Messages and message-noted lines, which a restore needs only the ids of (the
         # messages' own, and the ones noted), as later groups: their places, those ids, and
-        # their rows as one JSON text, built when the messages are first read.
+        # their rows as one JSON text (the block's texts line), built when first read.
         later: dict[str, tuple[list[int], list[str], list[Any]]] = {
             "m": ([], [], []),
             "n": ([], [], []),
         }
 
-        def group(kind: str) -> list[Any]:
-            places, keys, texts = later[kind]
+        def group(kind: str) -> tuple[list[Any], bytes]:
+            places, keys, grouped = later[kind]
             later[kind] = ([], [], [])
-            return [kind, [places, keys, orjson.dumps(texts).decode()]]
+            return [kind, [places, keys]], orjson.dumps(grouped)
 
         rows = []
         for index, flag in enumerate(rest):
@@ -937,19 +950,19 @@ def _encode(log: RegulatoryLog, new: list[RegulatoryEntry]) -> Iterator[list[Any
                 tag, to_row = _TO_ROW[kind]
                 if kind in _MESSAGE_TYPES or kind is MessageNoted:
                     name = "m" if kind in _MESSAGE_TYPES else "n"
-                    places, keys, texts = later[name]
+                    places, keys, grouped = later[name]
                     places.append(index)
                     keys.append(entry.id if name == "m" else entry.message)  # type: ignore[union-attr]
-                    texts.append([tag, to_row(entry)])
+                    grouped.append([tag, to_row(entry)])
                     if len(places) >= _BLOCK_ROWS:
                         yield group(name)
                     continue
                 rows.append([index, tag, to_row(entry), flag == 2])
                 if len(rows) >= _BLOCK_ROWS:
-                    yield ["e", rows]
+                    yield ["e", rows], b""
                     rows = []
         if rows:
-            yield ["e", rows]
+            yield ["e", rows], b""
         for name in ("m", "n"):
             if later[name][0]:
                 yield group(name)
@@ -1060,7 +1073,7 @@ class _Restored:
     (``_Unbuilt``), their slots of ``new`` held by ``_UNBUILT`` meanwhile.
     """
 
-    def __init__(self, count: int, source: _Source) -> None:
+    def __init__(self, count: int, source: _Source, file: fold_cache.SnapshotFile) -> None:
         self.new: list[Any] = [None] * count
         # Entries placed so far, counted per group and block, not per entry.
         self.filled = 0
@@ -1073,25 +1086,26 @@ class _Restored:
         self.later: list[_Later] = []  # messages ("m") and message-noted lines ("n")
         self.message_ids: list[str] = []
         self._source = source
+        self._file = file
         self._opened = _CODECS["obligation-opened"].from_row
 
-    def add(self, block: object) -> None:
+    def add(self, block: object, offset: int, size: int) -> None:
+        """A block, whose texts are ``size`` bytes at ``offset`` of the snapshot's file."""
         if not (isinstance(block, list) and len(block) == 2 and isinstance(block[1], list)):
             raise _Corrupt("bad block")
         kind, items = block
         if kind == "o":
-            self._obligations(items)
+            self._obligations(items, offset, size)
         elif kind == "e":
             entry = self._entry
             for item in items:
                 entry(item)
             self.filled += len(items)
         elif kind == "m" or kind == "n":
-            places, keys, text = items
+            places, keys = items
             if not (
                 type(places) is list
                 and type(keys) is list
-                and type(text) is str
                 and len(places) == len(keys)
                 and set(map(type, keys)) <= {str}
             ):
@@ -1102,12 +1116,13 @@ class _Restored:
                 self.message_ids.extend(keys)
             else:
                 self.cited.update(keys)
+            text = _Text(self._file, offset, size)
             self.later.append(_Later(kind, places, keys, text, self._source))
             self.filled += len(places)
         else:
             raise _Corrupt("bad block")
 
-    def _obligations(self, items: list[Any]) -> None:
+    def _obligations(self, items: list[Any], offset: int, size: int) -> None:
         """A block of obligations: each one's state, whole but for its history and deliveries.
 
         One loop for the block, its names local (this runs for every obligation of a large
@@ -1121,9 +1136,10 @@ class _Restored:
         claim = self._claimed.extend
         keep = self.unbuilt.append
         source = self._source
+        file = self._file
         untouched = _UNTOUCHED_TAIL
         filled = 0
-        for ordinal, row, tail, places, events in items:
+        for ordinal, row, tail, places, at, length in items:
             opened = from_row(row)
             if type(opened) is not ObligationOpened:
                 raise _Corrupt("bad obligation")
@@ -1139,15 +1155,22 @@ class _Restored:
                 cited.update(sources)
             new[ordinal] = opened
             if places:
-                if type(places) is not list or type(events) is not str:
+                # Where its events' text lies: checked to lie in the block's texts line (what
+                # the text holds is checked when the history is built).
+                if (
+                    type(places) is not list
+                    or type(at) is not int
+                    or type(length) is not int
+                    or not 0 <= at < at + length <= size
+                ):
                     raise _Corrupt("bad obligation")
                 claim(places)
-                unbuilt = _Unbuilt(opened, oid, places, events, source)
+                unbuilt = _Unbuilt(opened, oid, places, _Text(file, offset + at, length), source)
                 d = state.__dict__
                 d["history"] = d["deliveries"] = unbuilt
                 keep((unbuilt, state))
                 filled += 1 + len(places)
-            elif events != "":
+            elif length != 0:
                 raise _Corrupt("bad obligation")
             else:
                 filled += 1
@@ -1235,15 +1258,30 @@ class _Source:
         return out
 
 
+class _Text:
+    """A JSON text of the snapshot's, read from its file when first needed (a restore decodes
+    none of them: they are most of the file)."""
+
+    __slots__ = ("file", "offset", "size")
+
+    def __init__(self, file: fold_cache.SnapshotFile, offset: int, size: int) -> None:
+        self.file = file
+        self.offset = offset
+        self.size = size
+
+    def read(self) -> bytes:
+        return self.file.read(self.offset, self.size)
+
+
 class _Later:
     """A group of messages ("m") or message-noted lines ("n") a restore did not build: their
     places among the first refresh's entries, their keys (a message's id, the id a line
-    notes), and their rows as one JSON text."""
+    notes), and their rows as one JSON text, in the snapshot's file."""
 
     __slots__ = ("keys", "kind", "places", "source", "text")
 
     def __init__(
-        self, kind: str, places: list[int], keys: list[str], text: str, source: _Source
+        self, kind: str, places: list[int], keys: list[str], text: _Text, source: _Source
     ) -> None:
         self.kind = kind
         self.places = places
@@ -1261,14 +1299,14 @@ class _Later:
         out: list[Any] = []
         fits = self._fits
         try:
-            rows = orjson.loads(self.text)
+            rows = orjson.loads(self.text.read())
             if type(rows) is list and len(rows) == len(self.places):
                 for i, (tag, row) in enumerate(rows):
                     entry = _CODECS[tag].from_row(row)
                     if entry is None or not fits(entry, i):
                         break
                     out.append(entry)
-        except Exception:  # not JSON, a tag or a row of the wrong shape
+        except Exception:  # not JSON, a tag or a row of the wrong shape, the file cut short
             pass
         if len(out) != len(self.places):
             what = "a message" if self.kind == "m" else "a message-noted line"
@@ -1282,7 +1320,12 @@ class _Unbuilt(Unbuilt):
     __slots__ = ("events", "oid", "opened", "places", "source")
 
     def __init__(
-        self, opened: ObligationOpened, oid: str, places: list[int], events: str, source: _Source
+        self,
+        opened: ObligationOpened,
+        oid: str,
+        places: list[int],
+        events: _Text,
+        source: _Source,
     ) -> None:
         self.opened = opened
         self.oid = oid
@@ -1296,15 +1339,15 @@ class _Unbuilt(Unbuilt):
         history: list[Any] = [self.opened]
         append = history.append
         try:
-            rows = orjson.loads(self.events)
+            rows = orjson.loads(self.events.read())
             if len(rows) == len(self.places):
                 for tag, row in rows:
                     event = from_rows[tag](row, tag, oid)
                     if event is None:
                         break
                     append(event)
-        except Exception:  # not JSON, a tag or a row of the wrong shape: as a row that
-            pass  # does not build
+        except Exception:  # not JSON, a tag or a row of the wrong shape, the file cut
+            pass  # short: as a row that does not build
         if len(history) != len(self.places) + 1:
             history = self._from_log()
         deliveries = [_delivery(e) for e in history if type(e) is ObligationDelivered]

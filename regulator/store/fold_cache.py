@@ -6,15 +6,18 @@ doubt about it and it is ignored, never repaired or half-used. It is trusted onl
 * it is this user's: ``.regulator/cache/fold-<uid>/``, a directory and a file owned by the
   effective user and writable by no one else, reached without following a symlink — so another
   account sharing the instance cannot plant a fold that this user's room would show;
-* it is whole: a header line, block lines, and a trailer line carrying the CRC-32 of every
-  byte before it (a torn or edited file fails this);
+* it is whole: a header line, each block's line followed by its texts' line, and a trailer
+  line carrying the CRC-32 of every byte before it (a torn or edited file fails this);
 * it covers the log as the log is now: same device and inode, the log at least as long as the
   covered prefix, a newline as the prefix's last byte, and the CRC-32 of the whole prefix
   equal to the one recorded when the prefix was folded.
 
-The content is JSON lines only — never a pickle, nothing that runs code when read — and what
-the blocks hold is checked again as it is decoded (see ``fast_records``), or, for what a
-restore leaves to be built when read, as it is built (see ``regulatory_log``). The CRCs catch
+The content is JSON only — never a pickle, nothing that runs code when read. A block's texts
+line is JSON texts side by side (JSON has no raw newline), which a restore does not decode:
+a block names a text by where it lies in that line, and it is read from the file, through a
+descriptor kept open (``SnapshotFile``), only when what it holds is first needed. What the
+blocks hold is checked again as it is decoded (see ``fast_records``), or, for what a restore
+leaves to be built when read, as it is built (see ``regulatory_log``). The CRCs catch
 accidents (a log truncated and grown again, a disk error); they are not a defence against a
 person who can write this user's files, who could as well write the log.
 """
@@ -28,7 +31,7 @@ import stat
 import threading
 import time
 import zlib
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -116,8 +119,11 @@ def _open_own_dir(layout: Layout, *, create: bool) -> int:
 # --- writing ----------------------------------------------------------------------------------
 
 
-def write_snapshot(layout: Layout, header: dict[str, Any], blocks: Iterable[Any]) -> None:
-    """Write header, blocks and trailer to a temp file, then rename it into place.
+def write_snapshot(
+    layout: Layout, header: dict[str, Any], blocks: Iterable[tuple[Any, bytes]]
+) -> None:
+    """Write the header, each block with its texts (JSON texts side by side, no newline in
+    them) and the trailer to a temp file, then rename it into place.
 
     No fsync: a snapshot lost or torn by a crash fails its trailer check and is rebuilt.
     """
@@ -147,8 +153,11 @@ def write_snapshot(layout: Layout, header: dict[str, Any], blocks: Iterable[Any]
                 size = 0
 
             put(orjson.dumps(header) + b"\n")
-            for block in blocks:
+            for block, texts in blocks:
+                if b"\n" in texts:
+                    raise ValueError("a newline in a snapshot's texts")
                 put(orjson.dumps(block) + b"\n")
+                put(texts + b"\n")
                 count += 1
             trailer = orjson.dumps({"end": FORMAT, "blocks": count, "crc": crc}) + b"\n"
             pending.append(trailer)
@@ -183,12 +192,33 @@ def _remove_stale_temps(dir_fd: int) -> None:
 # --- reading ----------------------------------------------------------------------------------
 
 
-def read_snapshot(layout: Layout) -> Generator[Any, None, None]:
-    """The header, then each block, parsed; ``SnapshotInvalid`` at any doubt.
+class SnapshotFile:
+    """An open snapshot, kept open for what a restore reads from it later: ``blocks`` once,
+    then ``read`` of any text a block named, from any thread (``pread``: no shared position).
 
-    The trailer is checked only after the last block: a caller builds from the blocks as they
-    come and throws everything away if the iteration ends in ``SnapshotInvalid``.
+    Its descriptor closes when the last object that needs it goes (a replaced snapshot's
+    file stays readable through it).
     """
+
+    def __init__(self, fd: int) -> None:
+        self._file = os.fdopen(fd, "rb", buffering=0)
+
+    def blocks(self) -> Generator[Any, None, None]:
+        """The header, then each block with where its texts lie: ``(block, offset, size)``;
+        ``SnapshotInvalid`` at any doubt, the trailer checked after the last block."""
+        return _lines(self._file.fileno())
+
+    def read(self, offset: int, size: int) -> bytes:
+        """``size`` bytes at ``offset``; ``SnapshotInvalid`` if the file no longer has them."""
+        data = os.pread(self._file.fileno(), size, offset) if size > 0 else b""
+        if len(data) != size or offset < 0:
+            raise SnapshotInvalid("the snapshot is shorter than a block says")
+        return data
+
+
+def open_snapshot(layout: Layout) -> SnapshotFile:
+    """This user's snapshot, opened; ``SnapshotInvalid`` if there is none or it is not one to
+    trust (someone else's)."""
     try:
         dir_fd = _open_own_dir(layout, create=False)
     except FileNotFoundError:
@@ -203,16 +233,30 @@ def read_snapshot(layout: Layout) -> Generator[Any, None, None]:
     try:
         if not _owned(os.fstat(fd)):
             raise SnapshotInvalid("the snapshot is not this user's own file")
-        yield from _lines(fd)
-    finally:
+        return SnapshotFile(fd)
+    except BaseException:
         os.close(fd)
+        raise
 
 
-def _lines(fd: int) -> Iterator[Any]:
+def read_snapshot(layout: Layout) -> Generator[Any, None, None]:
+    """The header, then each block as ``(block, texts)``, the texts read whole (for a reader
+    that wants everything at once: tests, tools)."""
+    snapshot = open_snapshot(layout)
+    blocks = snapshot.blocks()
+    yield next(blocks)
+    for block, offset, size in blocks:
+        yield block, snapshot.read(offset, size)
+
+
+def _lines(fd: int) -> Generator[Any, None, None]:
     crc = 0
     count = -1  # the header is not a block
     carry = b""
+    base = 0  # the file offset of ``data[0]``
     trailer: Any = None
+    block: Any = None
+    texts_next = False  # the line after a block is its texts, not decoded
     while True:
         chunk = os.read(fd, _READ_CHUNK)
         if not chunk:
@@ -225,17 +269,26 @@ def _lines(fd: int) -> Iterator[Any]:
         while (end := data.find(b"\n", at)) >= 0:
             if trailer is not None:
                 raise SnapshotInvalid("data after the trailer")
-            line = view[at:end]
-            value = _parse(line)
-            if isinstance(value, dict) and "end" in value:
-                trailer = value
+            crc_next = zlib.crc32(view[at : end + 1], crc)  # the line and its newline
+            if texts_next:
+                texts_next = False
+                crc = crc_next
+                yield block, base + at, end - at
             else:
-                crc = zlib.crc32(view[at : end + 1], crc)  # the line and its newline
-                count += 1
-                yield value
+                value = _parse(view[at:end])
+                if isinstance(value, dict) and "end" in value:
+                    trailer = value
+                else:
+                    crc = crc_next
+                    count += 1
+                    if count == 0:
+                        yield value  # the header
+                    else:
+                        block, texts_next = value, True
             at = end + 1
         carry = data[at:]
-    if carry:
+        base += at
+    if carry or texts_next:
         raise SnapshotInvalid("torn: the last line is incomplete")
     if (
         not isinstance(trailer, dict)
