@@ -352,6 +352,42 @@ def test_a_snapshot_row_just_past_a_fields_edge_is_refused() -> None:
     assert checked
 
 
+def test_a_state_made_from_an_obligations_row_is_the_one_made_from_its_opening() -> None:
+    """A restore makes a state straight from its obligation's row (``rows_into``): the same
+    object ``_opened_state`` makes from the opening's record, and no state from a row that
+    ``from_row`` refuses."""
+    from regulator.protocol.obligations import Obligation, ObligationOpened
+    from regulator.rules import regulatory_log as rl
+
+    into = rl._STATE_FROM_ROW
+    assert into is not None
+    codec = CODECS["obligation-opened"]
+    obligation_codec = codecs_for({"o": Obligation})["o"]
+    checked = 0
+    for tag, data in BASES:
+        if tag != "obligation-opened":
+            continue
+        for full in (True, False):
+            line = {**data, "obligation": valid_object(Obligation, full=full)}
+            opened = validate_entry(line)
+            assert isinstance(opened, ObligationOpened)
+            row = orjson.loads(orjson.dumps(codec.to_row(opened)))[rl._OBLIGATION_IN_OPENED]
+            state, again, expected = into(row), into(row), rl._opened_state(opened)
+            assert state is not None and again is not None
+            expected.__dict__["history"] = []  # the restore sets both lists after
+            assert record_state(state) == record_state(expected)
+            assert state.__pydantic_fields_set__ is not again.__pydantic_fields_set__
+            for path, kind in _row_paths(Obligation, row):
+                for what, value in just_wrong(kind, True):
+                    if kind.base in ("model", "list") or value is None:
+                        continue
+                    bad = _set(row, path, value)
+                    assert obligation_codec.from_row(bad) is None, f"{path}: {what}"
+                    assert into(bad) is None, f"obligation row {path}: {what}"
+                    checked += 1
+    assert checked
+
+
 # A random valid line of each type (hypothesis picks every value within its field's limits),
 # then one targeted perturbation of it.
 

@@ -1033,6 +1033,11 @@ def _second_slot_twice(group: list[Any]) -> None:
     group[3][0] = group[0]  # an event given its opening's ordinal
 
 
+def _opening_that_does_not_build(group: list[Any]) -> None:
+    group[1][3] = 20261201  # the opening's time, a number: its state still builds from the
+    # obligation's row, and the opening itself is built with the history
+
+
 def _row_that_does_not_build(group: list[Any]) -> None:
     rows = orjson.loads(group[4])  # the events, as one JSON text
     rows[0][1][0] = "not the fields present"
@@ -1213,6 +1218,7 @@ def _message_row_that_does_not_build(data: bytes) -> bytes:
     "change",
     [
         pytest.param(in_groups(_row_that_does_not_build), id="an obligation's event"),
+        pytest.param(in_groups(_opening_that_does_not_build), id="an obligation's opening"),
         pytest.param(_message_row_that_does_not_build, id="a message"),
     ],
 )

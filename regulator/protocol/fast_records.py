@@ -397,6 +397,19 @@ class _Emitter:
         self.emit(1, "_sp(m, None)")
         self.emit(1, "return m")
 
+    def construct_into(self, into: _Into, fields: list[_Field], values: list[str]) -> None:
+        """A ``into.target`` instance: the checked fields, then ``into.after``'s (a fresh
+        empty list for each ``[]``), with a fields set of its own."""
+        pairs = [f"{f.name!r}: {v}" for f, v in zip(fields, values, strict=True)]
+        for name, value in into.after.items():
+            pairs.append(f"{name!r}: []" if value == [] else f"{name!r}: {self.const(value)}")
+        self.emit(1, f"m = _new({self.const(into.target)})")
+        self.emit(1, f"_sd(m, {{{', '.join(pairs)}}})")
+        self.emit(1, f"_sf(m, set({self.const(into.fields_set)}))")
+        self.emit(1, "_se(m, None)")
+        self.emit(1, "_sp(m, None)")
+        self.emit(1, "return m")
+
     def compile(self, name: str, model: type[BaseModel]) -> tuple[Callable[..., Any], str]:
         source = "\n".join(self.lines) + "\n"
         code = compile(source, f"<{name} of {model.__name__}>", "exec")
@@ -442,11 +455,26 @@ def _build_source(compiler: Compiler, model: type[BaseModel], fields: list[_Fiel
     return e
 
 
+@dataclass(frozen=True)
+class _Into:
+    """What ``Compiler.rows_into`` makes of a row: a ``target``, with ``after`` and a copy of
+    ``fields_set``."""
+
+    target: type[BaseModel]
+    after: Mapping[str, object]
+    fields_set: frozenset[str]
+
+
 def _from_row_source(
-    compiler: Compiler, model: type[BaseModel], fields: list[_Field], given: tuple[str, ...] = ()
+    compiler: Compiler,
+    model: type[BaseModel],
+    fields: list[_Field],
+    given: tuple[str, ...] = (),
+    into: _Into | None = None,
 ) -> _Emitter:
     """``from_row(r, *given)``: the fields named in ``given`` are not in the row but passed in,
-    already right (the caller knows them: an event's tag, the obligation it sits under)."""
+    already right (the caller knows them: an event's tag, the obligation it sits under).
+    With ``into``, what it makes is ``into.target`` (``Compiler.rows_into``)."""
     e = _Emitter(compiler, rows=True)
     values = [f"v{index}" for index in range(len(fields))]
     in_row = [v for f, v in zip(fields, values, strict=True) if f.name not in given]
@@ -462,7 +490,10 @@ def _from_row_source(
     e.emit(2, "pass")
     e.emit(1, "except KeyError:")
     e.emit(2, "return None")
-    e.construct(model, fields, values)
+    if into is None:
+        e.construct(model, fields, values)
+    else:
+        e.construct_into(into, fields, values)
     return e
 
 
@@ -567,6 +598,34 @@ class Compiler:
         from_row, r_src = _from_row_source(self, model, fields, given).compile("from_row", model)
         to_row, e_src = _to_row_source(self, model, fields, given).compile("to_row", model)
         return GivenRows(to_row, from_row, r_src + e_src)
+
+    def rows_into(
+        self,
+        model: type[BaseModel],
+        target: type[BaseModel],
+        after: Mapping[str, object],
+        fields_set: frozenset[str],
+    ) -> Callable[[Any], Any]:
+        """``from_row`` of ``model``'s rows that makes a ``target`` instead, the way
+        ``model_construct`` would: ``model``'s fields checked as its own ``from_row`` checks
+        them, then ``after``'s fields (each ``[]`` a fresh list), and a copy of ``fields_set``.
+
+        For a record that is the first part of a larger one (an obligation, of its folded
+        state): the larger one made at once, not the record and then a copy of it.
+        """
+        self.codec(model)  # the nested records' codecs, and ``Unsupported`` if there are none
+        fields = _fields(model)
+        names = [f.name for f in fields]
+        target_names = list(target.model_fields)
+        if target_names != [*names, *after] or target.model_config.get("frozen"):
+            raise Unsupported(
+                f"{target.__name__}: not {model.__name__}'s fields followed by {list(after)}"
+            )
+        if not all(type(v) in (type(None), str, bool, int) or v == [] for v in after.values()):
+            raise Unsupported(f"{target.__name__}: a value to share that is not plain")
+        into = _Into(target, dict(after), frozenset(fields_set))
+        function, _ = _from_row_source(self, model, fields, into=into).compile("from_row", target)
+        return function
 
 
 #: The compiler every caller shares, so each model is compiled once per process.

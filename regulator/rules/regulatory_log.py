@@ -45,6 +45,7 @@ from regulator.protocol.entry import ENTRY_MODELS, RegulatoryEntry, loads_json, 
 from regulator.protocol.errors import CorruptState
 from regulator.protocol.fast_records import (
     COMPILER,
+    Unsupported,
     codecs_for,
     fingerprint,
     set_dict,
@@ -648,6 +649,7 @@ _OBLIGATION_EVENTS: frozenset[type] = frozenset(
 
 # ``tag → codec`` for every line type the fast path can take (the others: pydantic only).
 _CODECS = codecs_for(ENTRY_MODELS)
+_OPENED_FROM_ROW = _CODECS["obligation-opened"].from_row
 _BUILDERS = {tag: codec.build for tag, codec in _CODECS.items()}
 
 _loads = orjson.loads
@@ -686,6 +688,28 @@ def _state_tail() -> dict[str, object] | None:
 
 
 _STATE_TAIL = _state_tail()
+_STATE_LISTS = ("acknowledged_by", "deliveries", "history")
+
+
+# A restored obligation's state made from its obligation's row at once, as ``_opened_state``
+# makes it from the record (the lists fresh, ``history`` and ``deliveries`` set after).
+def _state_from_row() -> Callable[[Any], ObligationState | None] | None:
+    if _STATE_TAIL is None:
+        return None
+    try:
+        return COMPILER.rows_into(
+            Obligation,
+            ObligationState,
+            {k: [] if k in _STATE_LISTS else v for k, v in _STATE_TAIL.items()},
+            frozenset(_STATE_FIELDS_SET),
+        )
+    except Unsupported:  # the state no longer starts with the obligation's fields
+        return None
+
+
+_STATE_FROM_ROW = _state_from_row()
+# Where an opening's row holds its obligation's (a row is its mask, then the fields in order).
+_OBLIGATION_IN_OPENED = 1 + list(ObligationOpened.model_fields).index("obligation")
 # ``Delivery.from_event`` passes every field. Delivery is frozen: one shared set does for all.
 _DELIVERY_SET = set(Delivery.model_fields)
 
@@ -1130,20 +1154,33 @@ class _Restored:
         ``entries``, so that a slot given twice is still found before anything is used.
         """
         from_row = self._opened
+        state_from_row = _STATE_FROM_ROW
+        at_obligation = _OBLIGATION_IN_OPENED
         obligations = self.obligations
         cited = self.cited
         new = self.new
         claim = self._claimed.extend
+        claim_one = self._claimed.append
         keep = self.unbuilt.append
         source = self._source
         file = self._file
         untouched = _UNTOUCHED_TAIL
         filled = 0
         for ordinal, row, tail, places, at, length in items:
-            opened = from_row(row)
-            if type(opened) is not ObligationOpened:
-                raise _Corrupt("bad obligation")
-            state = _opened_state(opened)
+            if places and state_from_row is not None:
+                # Something happened to it: the state is made from the obligation's row at
+                # once, and the opening's record only with the rest of its history.
+                state = state_from_row(row[at_obligation])
+                if state is None:
+                    raise _Corrupt("bad obligation")
+                opened = None
+                claim_one(ordinal)
+            else:
+                opened = from_row(row)
+                if type(opened) is not ObligationOpened:
+                    raise _Corrupt("bad obligation")
+                state = _opened_state(opened)
+                new[ordinal] = opened
             if tail != untouched:  # most are: nothing to set (compared in C)
                 _set_tail(state, tail)
             oid = state.id
@@ -1153,7 +1190,6 @@ class _Restored:
             sources = state.sources
             if sources:
                 cited.update(sources)
-            new[ordinal] = opened
             if places:
                 # Where its events' text lies: checked to lie in the block's texts line (what
                 # the text holds is checked when the history is built).
@@ -1165,7 +1201,8 @@ class _Restored:
                 ):
                     raise _Corrupt("bad obligation")
                 claim(places)
-                unbuilt = _Unbuilt(opened, oid, places, _Text(file, offset + at, length), source)
+                text = _Text(file, offset + at, length)
+                unbuilt = _Unbuilt(ordinal, opened or row, oid, places, text, source)
                 d = state.__dict__
                 d["history"] = d["deliveries"] = unbuilt
                 keep((unbuilt, state))
@@ -1315,18 +1352,22 @@ class _Later:
 
 
 class _Unbuilt(Unbuilt):
-    """One obligation's history and deliveries as its snapshot rows, built when first read."""
+    """One obligation's history and deliveries as its snapshot rows, built when first read:
+    the opening (its record, or its row when the restore made the state without it), and
+    the events' text."""
 
-    __slots__ = ("events", "oid", "opened", "places", "source")
+    __slots__ = ("events", "first", "oid", "opened", "places", "source")
 
     def __init__(
         self,
-        opened: ObligationOpened,
+        first: int,
+        opened: ObligationOpened | list[Any],
         oid: str,
         places: list[int],
         events: _Text,
         source: _Source,
     ) -> None:
+        self.first = first  # the opening's ordinal among the first refresh's entries
         self.opened = opened
         self.oid = oid
         self.places = places  # each event's ordinal among the first refresh's entries
@@ -1336,35 +1377,43 @@ class _Unbuilt(Unbuilt):
     def build(self) -> tuple[list[Any], list[Delivery]]:
         oid = self.oid
         from_rows = _EVENT_FROM_ROW
-        history: list[Any] = [self.opened]
-        append = history.append
+        history: list[Any] | None = None
         try:
-            rows = orjson.loads(self.events.read())
-            if len(rows) == len(self.places):
-                for tag, row in rows:
-                    event = from_rows[tag](row, tag, oid)
-                    if event is None:
-                        break
-                    append(event)
+            opened = self.opened
+            if type(opened) is not ObligationOpened:
+                opened = _OPENED_FROM_ROW(opened)
+            if type(opened) is ObligationOpened and opened.obligation.id == oid:
+                rows = orjson.loads(self.events.read())
+                if len(rows) == len(self.places):
+                    history = [opened]
+                    append = history.append
+                    for tag, row in rows:
+                        event = from_rows[tag](row, tag, oid)
+                        if event is None:
+                            history = None
+                            break
+                        append(event)
         except Exception:  # not JSON, a tag or a row of the wrong shape, the file cut
-            pass  # short: as a row that does not build
-        if len(history) != len(self.places) + 1:
+            history = None  # short: as a row that does not build
+        if history is None:
             history = self._from_log()
         deliveries = [_delivery(e) for e in history if type(e) is ObligationDelivered]
         return history, deliveries
 
     def _from_log(self) -> list[Any]:
-        """The history as the log holds it, at the ordinals the snapshot gave its events."""
+        """The history as the log holds it, at the ordinals the snapshot gave its entries."""
         oid = self.oid
 
-        def fits(event: Any, _i: int) -> bool:
-            return type(event) in _OBLIGATION_EVENTS and bool(event.obligation_id == oid)
+        def fits(entry: Any, i: int) -> bool:
+            if i == 0:
+                return type(entry) is ObligationOpened and bool(entry.obligation.id == oid)
+            return type(entry) in _OBLIGATION_EVENTS and bool(entry.obligation_id == oid)
 
-        events = self.source.at(self.places, fits, f"obligation {oid}'s history")
-        return [self.opened, *events]
+        return self.source.at([self.first, *self.places], fits, f"obligation {oid}'s history")
 
     def place(self, new: list[Any], history: list[Any]) -> None:
-        """Put the built events in their slots of ``new`` (the first refresh's entries)."""
+        """Put the built history in its slots of ``new`` (the first refresh's entries)."""
+        new[self.first] = history[0]
         for ordinal, event in zip(self.places, history[1:]):  # noqa: B905
             new[ordinal] = event
 
