@@ -973,7 +973,10 @@ def recompute_trailer(data: bytes) -> bytes:
     lines = data.split(b"\n")[:-2]  # drop the trailer and the empty last piece
     body = b"".join(line + b"\n" for line in lines)
     blocks = (len(lines) - 1) // 2  # a header, then each block's line and its texts line
-    trailer = {"end": fold_cache.FORMAT, "blocks": blocks, "crc": zlib.crc32(body)}
+    crc = 0
+    for line in [lines[0], *lines[1::2]]:  # the header's and the blocks': not the texts
+        crc = zlib.crc32(line + b"\n", crc)
+    trailer = {"end": fold_cache.FORMAT, "blocks": blocks, "crc": crc}
     return body + orjson.dumps(trailer) + b"\n"
 
 
@@ -987,14 +990,16 @@ def snapshot_parts(data: bytes) -> tuple[Any, list[tuple[Any, bytes]]]:
 def snapshot_bytes(header: Any, pairs: list[tuple[Any, bytes]]) -> bytes:
     """The snapshot of ``snapshot_parts``, its trailer computed."""
     body = orjson.dumps(header) + b"\n"
-    body += b"".join(orjson.dumps(block) + b"\n" + texts + b"\n" for block, texts in pairs)
+    for block, texts in pairs:
+        block[-1] = len(texts)
+        body += orjson.dumps(block) + b"\n" + texts + b"\n"
     return recompute_trailer(body + b"{}\n")
 
 
 def in_groups(change: Any) -> Any:
     """An edit of the first obligation group with events, given as it was before the texts
     had lines of their own (``[ordinal, opened, tail, places, events text]``); the block's
-    texts line and offsets, and the trailer, recomputed after it."""
+    texts line, offsets and CRCs, and the trailer, recomputed after it."""
 
     def edit(data: bytes) -> bytes:
         header, pairs = snapshot_parts(data)
@@ -1010,9 +1015,9 @@ def in_groups(change: Any) -> Any:
                 rows, packed = [], b""
                 for g in groups:
                     text = g[4].encode()
-                    rows.append([*g[:4], len(packed), len(text)])
+                    rows.append([*g[:4], len(packed), len(text), zlib.crc32(text)])
                     packed += text
-                block, texts = ["o", rows], packed
+                block, texts = ["o", rows, len(packed)], packed
             out.append((block, texts))
         assert changed
         return snapshot_bytes(header, out)
@@ -1027,6 +1032,12 @@ def _text_past_its_line(data: bytes) -> bytes:
     group = next(g for g in block[1] if g[3])
     group[5] = len(texts) - group[4] + 1  # one byte past the end of its line
     return snapshot_bytes(header, pairs)
+
+
+def _texts_line_longer_than_its_block_says(data: bytes) -> bytes:
+    lines = data.split(b"\n")[:-2]
+    lines[2] += b" "  # the first block's texts line
+    return recompute_trailer(b"".join(line + b"\n" for line in lines) + b"{}\n")
 
 
 def _second_slot_twice(group: list[Any]) -> None:
@@ -1050,6 +1061,7 @@ def _row_that_does_not_build(group: list[Any]) -> None:
         pytest.param(lambda d: d.replace(b'"fixed"', b'"fixxd"', 1), id="a byte changed"),
         pytest.param(in_groups(_second_slot_twice), id="an ordinal given twice"),
         pytest.param(_text_past_its_line, id="a text said to end past its line"),
+        pytest.param(_texts_line_longer_than_its_block_says, id="a texts line of another length"),
         pytest.param(lambda d: d[: len(d) // 2], id="cut in half"),
         pytest.param(lambda d: d[: d.rindex(b"\n", 0, len(d) - 1) + 1], id="trailer gone"),
         pytest.param(lambda d: d + b'["o",[]]\n', id="a block after the trailer"),
@@ -1210,7 +1222,18 @@ def _message_row_that_does_not_build(data: bytes) -> bytes:
     at = next(i for i, (block, _) in enumerate(pairs) if block[0] == "m")
     rows = orjson.loads(pairs[at][1])  # the group's rows, its block's texts line
     rows[0][1][0] = "not the fields present"
-    pairs[at] = (pairs[at][0], orjson.dumps(rows))
+    text = orjson.dumps(rows)
+    pairs[at][0][1][2] = zlib.crc32(text)  # the text is what its block says: it does not build
+    pairs[at] = (pairs[at][0], text)
+    return snapshot_bytes(header, pairs)
+
+
+def _a_texts_byte_changed(data: bytes) -> bytes:
+    header, pairs = snapshot_parts(data)
+    at = next(i for i, (block, _) in enumerate(pairs) if block[0] == "o" and block[-1])
+    texts = bytearray(pairs[at][1])
+    texts[0] ^= 0x01  # "[" is now "Z": and its CRC no longer the one its block names
+    pairs[at] = (pairs[at][0], bytes(texts))
     return snapshot_bytes(header, pairs)
 
 
@@ -1220,6 +1243,7 @@ def _message_row_that_does_not_build(data: bytes) -> bytes:
         pytest.param(in_groups(_row_that_does_not_build), id="an obligation's event"),
         pytest.param(in_groups(_opening_that_does_not_build), id="an obligation's opening"),
         pytest.param(_message_row_that_does_not_build, id="a message"),
+        pytest.param(_a_texts_byte_changed, id="a byte of a text changed"),
     ],
 )
 def test_a_row_that_does_not_build_is_read_from_the_log_and_the_snapshot_dropped(
@@ -1245,9 +1269,9 @@ def test_a_restore_reads_no_text_and_a_history_reads_only_its_own(
     reads: list[int] = []
     read = fold_cache.SnapshotFile.read
 
-    def counted(self: Any, offset: int, size: int) -> bytes:
+    def counted(self: Any, offset: int, size: int, crc: int) -> bytes:
         reads.append(size)
-        return read(self, offset, size)
+        return read(self, offset, size, crc)
 
     monkeypatch.setattr(fold_cache.SnapshotFile, "read", counted)
     log, entries = read_fast(snapshotted)

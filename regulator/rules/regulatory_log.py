@@ -763,8 +763,8 @@ SNAPSHOTS = True
 SNAPSHOT_AFTER_LINES = 50_000
 # Bump when what the fold keeps, or how a snapshot encodes it, changes.
 # 3: states whole; 4: events as text; 5: messages built when read; 6: the texts on lines of
-# their own, read from the file when built
-_SNAPSHOT_VERSION = 6
+# their own, read from the file when built; 7: each text with its own CRC, the lines skipped
+_SNAPSHOT_VERSION = 7
 # Records per block line: small enough to parse one at a time, large enough to be few.
 _BLOCK_ROWS = 2000
 
@@ -945,14 +945,15 @@ def _encode(
             # from the file) only if it is read.
             text = orjson.dumps(events) if events else b""
             texts.append(text)
-            rows.append([first, opened_row(opened), _tail_row(state), places, at, len(text)])
+            tail = _tail_row(state)
+            rows.append([first, opened_row(opened), tail, places, at, len(text), zlib.crc32(text)])
             at += len(text)
             size += len(history)
             if size >= _BLOCK_ROWS:
-                yield ["o", rows], b"".join(texts)
+                yield ["o", rows, at], b"".join(texts)
                 rows, texts, at, size = [], [], 0, 0
         if rows:
-            yield ["o", rows], b"".join(texts)
+            yield ["o", rows, at], b"".join(texts)
         # Messages and message-noted lines, which a restore needs only the ids of (the
         # messages' own, and the ones noted), as later groups: their places, those ids, and
         # their rows as one JSON text (the block's texts line), built when first read.
@@ -964,7 +965,8 @@ def _encode(
         def group(kind: str) -> tuple[list[Any], bytes]:
             places, keys, grouped = later[kind]
             later[kind] = ([], [], [])
-            return [kind, [places, keys]], orjson.dumps(grouped)
+            text = orjson.dumps(grouped)
+            return [kind, [places, keys, zlib.crc32(text)], len(text)], text
 
         rows = []
         for index, flag in enumerate(rest):
@@ -983,10 +985,10 @@ def _encode(
                     continue
                 rows.append([index, tag, to_row(entry), flag == 2])
                 if len(rows) >= _BLOCK_ROWS:
-                    yield ["e", rows], b""
+                    yield ["e", rows, 0], b""
                     rows = []
         if rows:
-            yield ["e", rows], b""
+            yield ["e", rows, 0], b""
         for name in ("m", "n"):
             if later[name][0]:
                 yield group(name)
@@ -1115,9 +1117,9 @@ class _Restored:
 
     def add(self, block: object, offset: int, size: int) -> None:
         """A block, whose texts are ``size`` bytes at ``offset`` of the snapshot's file."""
-        if not (isinstance(block, list) and len(block) == 2 and isinstance(block[1], list)):
+        if not (isinstance(block, list) and len(block) == 3 and isinstance(block[1], list)):
             raise _Corrupt("bad block")
-        kind, items = block
+        kind, items, _ = block
         if kind == "o":
             self._obligations(items, offset, size)
         elif kind == "e":
@@ -1126,10 +1128,11 @@ class _Restored:
                 entry(item)
             self.filled += len(items)
         elif kind == "m" or kind == "n":
-            places, keys = items
+            places, keys, crc = items
             if not (
                 type(places) is list
                 and type(keys) is list
+                and type(crc) is int
                 and len(places) == len(keys)
                 and set(map(type, keys)) <= {str}
             ):
@@ -1140,7 +1143,7 @@ class _Restored:
                 self.message_ids.extend(keys)
             else:
                 self.cited.update(keys)
-            text = _Text(self._file, offset, size)
+            text = _Text(self._file, offset, size, crc)
             self.later.append(_Later(kind, places, keys, text, self._source))
             self.filled += len(places)
         else:
@@ -1166,7 +1169,7 @@ class _Restored:
         file = self._file
         untouched = _UNTOUCHED_TAIL
         filled = 0
-        for ordinal, row, tail, places, at, length in items:
+        for ordinal, row, tail, places, at, length, crc in items:
             if places and state_from_row is not None:
                 # Something happened to it: the state is made from the obligation's row at
                 # once, and the opening's record only with the rest of its history.
@@ -1197,11 +1200,12 @@ class _Restored:
                     type(places) is not list
                     or type(at) is not int
                     or type(length) is not int
+                    or type(crc) is not int
                     or not 0 <= at < at + length <= size
                 ):
                     raise _Corrupt("bad obligation")
                 claim(places)
-                text = _Text(file, offset + at, length)
+                text = _Text(file, offset + at, length, crc)
                 unbuilt = _Unbuilt(ordinal, opened or row, oid, places, text, source)
                 d = state.__dict__
                 d["history"] = d["deliveries"] = unbuilt
@@ -1296,18 +1300,19 @@ class _Source:
 
 
 class _Text:
-    """A JSON text of the snapshot's, read from its file when first needed (a restore decodes
-    none of them: they are most of the file)."""
+    """A JSON text of the snapshot's, read from its file, and checked against its CRC-32,
+    when first needed (a restore reads none of them: they are most of the file)."""
 
-    __slots__ = ("file", "offset", "size")
+    __slots__ = ("crc", "file", "offset", "size")
 
-    def __init__(self, file: fold_cache.SnapshotFile, offset: int, size: int) -> None:
+    def __init__(self, file: fold_cache.SnapshotFile, offset: int, size: int, crc: int) -> None:
         self.file = file
         self.offset = offset
         self.size = size
+        self.crc = crc
 
     def read(self) -> bytes:
-        return self.file.read(self.offset, self.size)
+        return self.file.read(self.offset, self.size, self.crc)
 
 
 class _Later:

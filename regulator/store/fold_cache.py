@@ -7,15 +7,17 @@ doubt about it and it is ignored, never repaired or half-used. It is trusted onl
   effective user and writable by no one else, reached without following a symlink — so another
   account sharing the instance cannot plant a fold that this user's room would show;
 * it is whole: a header line, each block's line followed by its texts' line, and a trailer
-  line carrying the CRC-32 of every byte before it (a torn or edited file fails this);
+  line carrying the CRC-32 of the header's and the blocks' lines (a torn or edited file fails
+  this; each text carries a CRC-32 of its own, checked when it is read);
 * it covers the log as the log is now: same device and inode, the log at least as long as the
   covered prefix, a newline as the prefix's last byte, and the CRC-32 of the whole prefix
   equal to the one recorded when the prefix was folded.
 
 The content is JSON only — never a pickle, nothing that runs code when read. A block's texts
-line is JSON texts side by side (JSON has no raw newline), which a restore does not decode:
-a block names a text by where it lies in that line, and it is read from the file, through a
-descriptor kept open (``SnapshotFile``), only when what it holds is first needed. What the
+line is JSON texts side by side (JSON has no raw newline), which a restore does not read: the
+block says how long the line is, and names each text by where it lies in it and its CRC-32;
+a text is read from the file, through a descriptor kept open (``SnapshotFile``), only when
+what it holds is first needed. What the
 blocks hold is checked again as it is decoded (see ``fast_records``), or, for what a restore
 leaves to be built when read, as it is built (see ``regulatory_log``). The CRCs catch
 accidents (a log truncated and grown again, a disk error); they are not a defence against a
@@ -123,7 +125,9 @@ def write_snapshot(
     layout: Layout, header: dict[str, Any], blocks: Iterable[tuple[Any, bytes]]
 ) -> None:
     """Write the header, each block with its texts (JSON texts side by side, no newline in
-    them) and the trailer to a temp file, then rename it into place.
+    them) and the trailer to a temp file, then rename it into place. A block is a list whose
+    last item is the length of its texts line; the trailer's CRC covers the header's and the
+    blocks' lines (each text has its own, in its block).
 
     No fsync: a snapshot lost or torn by a crash fails its trailer check and is rebuilt.
     """
@@ -154,10 +158,11 @@ def write_snapshot(
 
             put(orjson.dumps(header) + b"\n")
             for block, texts in blocks:
-                if b"\n" in texts:
-                    raise ValueError("a newline in a snapshot's texts")
+                if b"\n" in texts or block[-1] != len(texts):
+                    raise ValueError("a snapshot's texts line with a newline, or another length")
                 put(orjson.dumps(block) + b"\n")
-                put(texts + b"\n")
+                pending.append(texts + b"\n")  # outside the file's CRC
+                size += len(texts) + 1
                 count += 1
             trailer = orjson.dumps({"end": FORMAT, "blocks": count, "crc": crc}) + b"\n"
             pending.append(trailer)
@@ -208,11 +213,12 @@ class SnapshotFile:
         ``SnapshotInvalid`` at any doubt, the trailer checked after the last block."""
         return _lines(self._file.fileno())
 
-    def read(self, offset: int, size: int) -> bytes:
-        """``size`` bytes at ``offset``; ``SnapshotInvalid`` if the file no longer has them."""
-        data = os.pread(self._file.fileno(), size, offset) if size > 0 else b""
-        if len(data) != size or offset < 0:
-            raise SnapshotInvalid("the snapshot is shorter than a block says")
+    def read(self, offset: int, size: int, crc: int) -> bytes:
+        """``size`` bytes at ``offset``, whose CRC-32 is ``crc``; ``SnapshotInvalid`` if the
+        file no longer has them."""
+        data = os.pread(self._file.fileno(), size, offset) if size > 0 and offset >= 0 else b""
+        if len(data) != size or zlib.crc32(data) != crc:
+            raise SnapshotInvalid("a text of the snapshot is not the one its block names")
         return data
 
 
@@ -239,24 +245,12 @@ def open_snapshot(layout: Layout) -> SnapshotFile:
         raise
 
 
-def read_snapshot(layout: Layout) -> Generator[Any, None, None]:
-    """The header, then each block as ``(block, texts)``, the texts read whole (for a reader
-    that wants everything at once: tests, tools)."""
-    snapshot = open_snapshot(layout)
-    blocks = snapshot.blocks()
-    yield next(blocks)
-    for block, offset, size in blocks:
-        yield block, snapshot.read(offset, size)
-
-
 def _lines(fd: int) -> Generator[Any, None, None]:
     crc = 0
     count = -1  # the header is not a block
     carry = b""
     base = 0  # the file offset of ``data[0]``
     trailer: Any = None
-    block: Any = None
-    texts_next = False  # the line after a block is its texts, not decoded
     while True:
         chunk = os.read(fd, _READ_CHUNK)
         if not chunk:
@@ -266,29 +260,46 @@ def _lines(fd: int) -> Generator[Any, None, None]:
         # blocks are most of the file, and splitting copied every byte of it once more).
         view = memoryview(data)
         at = 0
+        skip_to = -1  # a texts line that runs past ``data``: where the next line starts
         while (end := data.find(b"\n", at)) >= 0:
             if trailer is not None:
                 raise SnapshotInvalid("data after the trailer")
-            crc_next = zlib.crc32(view[at : end + 1], crc)  # the line and its newline
-            if texts_next:
-                texts_next = False
-                crc = crc_next
-                yield block, base + at, end - at
+            value = _parse(view[at:end])
+            if isinstance(value, dict) and "end" in value:
+                trailer = value
+                at = end + 1
+                continue
+            crc = zlib.crc32(view[at : end + 1], crc)  # the line and its newline
+            count += 1
+            if count == 0:
+                yield value  # the header
+                at = end + 1
+                continue
+            # A block, then its texts line, which is not read here: its length is the
+            # block's last item, and the newline that ends it is checked.
+            size = value[-1] if isinstance(value, list) and value else None
+            if type(size) is not int or size < 0:
+                raise SnapshotInvalid("a block without its texts' length")
+            start = base + end + 1
+            yield value, start, size
+            stop = start + size - base  # the texts line's newline, in ``data``
+            if stop < len(data):
+                if data[stop] != 0x0A:
+                    raise SnapshotInvalid("a texts line of another length")
+                at = stop + 1
             else:
-                value = _parse(view[at:end])
-                if isinstance(value, dict) and "end" in value:
-                    trailer = value
-                else:
-                    crc = crc_next
-                    count += 1
-                    if count == 0:
-                        yield value  # the header
-                    else:
-                        block, texts_next = value, True
-            at = end + 1
-        carry = data[at:]
-        base += at
-    if carry or texts_next:
+                skip_to = start + size
+                break
+        if skip_to >= 0:
+            if os.pread(fd, 1, skip_to) != b"\n":
+                raise SnapshotInvalid("a texts line of another length")
+            os.lseek(fd, skip_to + 1, os.SEEK_SET)
+            carry = b""
+            base = skip_to + 1
+        else:
+            carry = data[at:]
+            base += at
+    if carry:
         raise SnapshotInvalid("torn: the last line is incomplete")
     if (
         not isinstance(trailer, dict)
