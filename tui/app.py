@@ -62,6 +62,9 @@ if TYPE_CHECKING:
 WATCH_STEP_MS = 20
 SAFETY_NET_S = 3.0
 SHOW_WHILE_READING_S = 0.5
+# How long the opening worker waits for the first reads to be drawn before it goes on with
+# what it builds for later (a room whose screen never draws them must not wait for ever).
+DRAWN_WAIT_S = 10.0
 # Presence stops beating when the UI thread has not run for this long (it notes each second).
 UI_ALIVE_EVERY_S = 1.0
 UI_SILENT_AFTER_S = 4.0
@@ -164,6 +167,9 @@ class RoomApp(App[None]):
         # inbox (it marks them), so it is changed in place, never replaced.
         self.new: set[RowKey] = set()
         self._stop = asyncio.Event()
+        # Set once the data of every instance has been drawn (``_show_unshown``): what the
+        # opening worker builds afterwards waits for it (``_open``).
+        self._data_drawn = threading.Event()
         self.presence_on = presence
         self._heartbeat: Heartbeat | None = None
         self._ui_timer: Timer | None = None
@@ -272,6 +278,14 @@ class RoomApp(App[None]):
                 return
             model.interaction_policy()  # the inbox asks it for every row
             self._fold(index, None)
+        # What follows waits until the data is drawn: run beside the UI thread's first drawing
+        # of it, it took the interpreter from that thread for most of a second at 1M lines.
+        deadline = time.monotonic() + DRAWN_WAIT_S
+        while not self._data_drawn.wait(0.05):
+            if self._stop.is_set():
+                return
+            if time.monotonic() > deadline:
+                break
         # Once every instance is on screen, some of what a restore from the fold's snapshot
         # left to be built when first read, and the log's per-unit lists, made here rather
         # than on the UI thread when a person first looks (~0.6 s at 1M lines, with the
@@ -558,6 +572,8 @@ class RoomApp(App[None]):
                 for i, c in unshown.items():
                     main.inbox.apply(i, c)
             main.version += 1
+        if not self._data_drawn.is_set() and all(m.loaded for m in self.models):
+            self.call_after_refresh(self._data_drawn.set)
 
     def _arrived(self, index: int, model: InstanceModel, o: ObligationState) -> None:
         """Something new owed to a person at blocking or above: marked, told, and rung."""
