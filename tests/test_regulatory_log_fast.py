@@ -1190,6 +1190,27 @@ def test_a_restore_counts_unrouted_messages_without_building_them(
     assert again.unrouted_count() == len(reference_unrouted(reference))
 
 
+def test_messages_built_group_by_group_stop_when_asked_and_end_as_the_fold(
+    layout: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The room's warm-up builds a restored log's messages a group at a time, asking between
+    groups whether to stop (a person pressing keys): stopped, nothing is lost; resumed, the
+    messages are the fold's."""
+    monkeypatch.setattr(rl, "_BLOCK_ROWS", 7)  # several groups of messages
+    write_busy_log(layout, rounds=2)
+    snapshot_after_every_cold_start(monkeypatch)
+    read_fast(layout)  # writes the snapshot
+    log, entries = read_fast(layout)
+    groups = log._later_messages
+    assert groups is not None and len(groups) > 2
+    asked = iter([False, True])
+    log.build_messages(lambda: next(asked))
+    assert log._later_messages is groups and list(log._built_groups) == [0]
+    log.build_messages()
+    assert log.messages_built
+    assert_folds_as_the_reference(layout, log, entries)
+
+
 def test_one_message_is_found_after_a_restore_by_building_only_its_group(
     layout: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -382,3 +382,36 @@ async def test_leaving_the_room_while_its_main_screen_is_mounted_ends_it_cleanly
             await asyncio.sleep(0)
     # run_test re-raises what the room raised while it ended; nothing did.
     assert app.return_code in (None, 0)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("keys", [False, True])
+async def test_what_the_room_builds_for_later_waits_for_the_data_on_screen_and_quiet_keys(
+    demo: Path, monkeypatch: pytest.MonkeyPatch, keys: bool
+) -> None:
+    """The opening worker's warm-up is Python work that takes the interpreter from the UI
+    thread: begun beside the first drawing of the data, it delayed it by more than a second
+    at 1M lines, and beside a key, the key's answer by as much. It starts once the data is
+    drawn, and goes on only once a person's keys have been quiet for a while."""
+    from regulator.rules import regulatory_log as rl
+
+    seen: list[tuple[bool, float]] = []
+    build = rl.RegulatoryLog.build_histories
+
+    def spy(self: Any, *args: Any, **kw: Any) -> None:
+        seen.append((app._data_drawn.is_set(), time.monotonic() - app._input_at))
+        build(self, *args, **kw)
+
+    monkeypatch.setattr(rl.RegulatoryLog, "build_histories", spy)
+    app = app_for(demo)
+    async with app.run_test(size=(120, 40)) as pilot:
+        if keys:
+            for _ in range(3):
+                await pilot.press("2")  # the inbox tab, again and again while it reads
+                await pilot.pause(0.05)
+        await settled(pilot)
+        await wait_for(pilot, lambda: bool(seen))
+    drawn, quiet = seen[0]
+    assert drawn
+    if keys:
+        assert quiet >= tui.app.INPUT_QUIET_S

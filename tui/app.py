@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.command import Provider
@@ -62,6 +63,16 @@ if TYPE_CHECKING:
 WATCH_STEP_MS = 20
 SAFETY_NET_S = 3.0
 SHOW_WHILE_READING_S = 0.5
+# How long a thread that wants the interpreter waits before the one holding it must let go
+# (CPython's default is 5 ms). While a worker reads or builds, the UI thread wants it back
+# after every wait for input or output, and a key it answers in a few dozen such steps
+# waited that long for each: a tab switch took 250 ms beside the room's warm-up.
+SWITCH_S = 0.0005
+# What the opening worker builds for later waits until a person's keys have been quiet this
+# long (``_give_way``).
+INPUT_QUIET_S = 0.3
+# The workers that make what a person asked to see.
+VIEW_WORKERS = frozenset({"inspector", "attention"})
 # How long the opening worker waits for the first reads to be drawn before it goes on with
 # what it builds for later (a room whose screen never draws them must not wait for ever).
 DRAWN_WAIT_S = 10.0
@@ -170,6 +181,7 @@ class RoomApp(App[None]):
         # Set once the data of every instance has been drawn (``_show_unshown``): what the
         # opening worker builds afterwards waits for it (``_open``).
         self._data_drawn = threading.Event()
+        self._input_at = 0.0  # when a person last pressed a key or the mouse (``_give_way``)
         self.presence_on = presence
         self._heartbeat: Heartbeat | None = None
         self._ui_timer: Timer | None = None
@@ -244,6 +256,15 @@ class RoomApp(App[None]):
 
         return Reading()
 
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        """The room, with the interpreter handed to the UI thread sooner (``SWITCH_S``)."""
+        previous = sys.getswitchinterval()
+        sys.setswitchinterval(SWITCH_S)
+        try:
+            return super().run(*args, **kwargs)
+        finally:
+            sys.setswitchinterval(previous)
+
     def on_mount(self) -> None:
         keymap, errors = load_keymap(self.keymap_file, all_ids())
         if keymap:
@@ -302,7 +323,7 @@ class RoomApp(App[None]):
         from .screens import inspector  # noqa: F401
 
         for model in models:
-            if self._stop.is_set():
+            if self._give_way():
                 return
             if model.remote:
                 continue
@@ -310,11 +331,35 @@ class RoomApp(App[None]):
             # What it makes is frozen, as a large fold's objects are, only after a restore
             # (whose messages wait to be built): a small log's fold has nothing left to build.
             with collector_paused(freeze=not log.messages_built):
-                log.build_histories(self._stop.is_set, asked_only=True)
-                log.messages  # noqa: B018
+                log.build_histories(self._give_way, asked_only=True)
+                log.build_messages(self._give_way)
                 for make in (log.obligations_of, log.messages_of, log.interactions_of):
+                    if self._give_way():
+                        return
                     with model.lock:
                         make("")
+
+    def _give_way(self) -> bool:
+        """Between two pieces of what the opening worker builds for later: wait while a
+        person is pressing keys, or the inspector or the attention report is being made (the
+        work would take the interpreter from the thread answering them: a first tab switch
+        took a second beside it); whether the room ends."""
+        while time.monotonic() - self._input_at < INPUT_QUIET_S or self._views_working():
+            if self._stop.is_set():
+                return True
+            time.sleep(0.02)
+        return self._stop.is_set()
+
+    def _views_working(self) -> bool:
+        try:
+            return any(w.is_running and w.group in VIEW_WORKERS for w in list(self.workers))
+        except RuntimeError:  # the UI thread changed the set meanwhile: look again later
+            return True
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, (events.Key, events.MouseDown, events.MouseScrollDown)):
+            self._input_at = time.monotonic()
+        await super().on_event(event)
 
     class Opened(Message):
         """The models are built: the room can open."""

@@ -256,12 +256,15 @@ class Unbuilt(ABC):
         """The history (the opening first) and the deliveries, in log order."""
 
 
-# One lock for every build: two threads reading one unbuilt state build it once.
-_BUILDING = threading.Lock()
+# Locks for the builds, a state's chosen by its identity: two threads reading one unbuilt
+# state build it once. Not one lock for all: a thread building many states one after another
+# (the room's warm-up) takes a lock again the moment it lets it go, and a thread waiting on
+# the same lock (the UI thread drawing one row's deliveries) waited for all of them.
+_BUILDING = tuple(threading.Lock() for _ in range(64))
 
 
 def _build(state: ObligationState) -> None:
-    with _BUILDING:
+    with _BUILDING[(id(state) >> 4) % len(_BUILDING)]:
         d = state.__dict__
         pending = d["history"]
         if type(pending) is list:

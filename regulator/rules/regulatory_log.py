@@ -195,13 +195,14 @@ class RegulatoryLog:
         # Under the messages' lock: a build of a restored log's messages on another thread
         # (the room's warm-up) ends, and publishes, before this forgets them, never after.
         with self._building_messages:
+            # Which reading of the log this is (``message`` checks it has not changed).
+            self._reading = object()
             self._messages: dict[str, VsmMessage] = {}
             # After a restore: the messages' groups, built into ``messages`` when first read,
             # and their ids meanwhile (``unrouted_count`` needs no more).
             self._later_messages: list[_Later] | None = None
             self._message_ids: list[str] = []
-            # For ``message``: which group holds each id (its last), and the groups built.
-            self._message_where: dict[str, tuple[int, int]] | None = None
+            # For ``message``: the groups built.
             self._built_groups: dict[int, list[Any]] = {}
         self.obligations: dict[str, ObligationState] = {}
         self.interactions: dict[str, InteractionState] = {}
@@ -226,6 +227,21 @@ class RegulatoryLog:
             self._messages = value
             self._later_messages = None
 
+    def build_messages(self, stop: Callable[[], bool] = lambda: False) -> None:
+        """Build the messages a restore left to be built when read, one group at a time,
+        asking ``stop`` between groups (for a long-lived reader, off the screen); ``messages``
+        then holds them all, unless ``stop`` said so first."""
+        groups, built = self._later_messages, self._built_groups
+        if groups is None:
+            return
+        for n, group in enumerate(groups):
+            if stop():
+                return
+            if n not in built:
+                built[n] = group.built()
+        if self._later_messages is groups:
+            self._build_messages()  # put together from the groups just built
+
     def _build_messages(self) -> None:
         with self._building_messages:  # two threads reading them build them once
             groups = self._later_messages
@@ -238,34 +254,35 @@ class RegulatoryLog:
                     messages[message.id] = message
             self._messages = messages
             self._later_messages = None
-            self._message_where = None
             self._built_groups = {}
 
     def message(self, message_id: str) -> VsmMessage | None:
         """``messages.get(message_id)``, building at most the one group of messages that holds
-        it when a restore left them unbuilt (a pane showing one obligation's sources)."""
-        if self._later_messages is None:
+        it when a restore left them unbuilt (a pane showing one obligation's sources).
+
+        It takes no lock (the UI thread calls it while the messages may be being built on
+        another): what it reads is replaced whole, never changed in place, and a lookup that
+        overlapped a replaced log is made again.
+        """
+        reading, groups, built_groups = self._reading, self._later_messages, self._built_groups
+        if groups is None:
             return self.messages.get(message_id)
-        with self._building_messages:
-            groups = self._later_messages
-            if groups is None:
-                return self._messages.get(message_id)
-            where = self._message_where
-            if where is None:
-                where = self._message_where = {
-                    key: (n, i)
-                    for n, group in enumerate(groups)
-                    for i, key in enumerate(group.keys)
-                }
-            found = where.get(message_id)
-            if found is None:
-                return None
-            n, i = found
-            built = self._built_groups.get(n)
-            if built is None:
-                built = self._built_groups[n] = groups[n].built()
-            message: VsmMessage = built[i]
-            return message
+        message: VsmMessage | None = None
+        # The group that holds the id, the last one first (the dict keeps an id's last
+        # message): a scan of each group's ids in C, a few milliseconds at 1M lines, rather
+        # than an index of every id first (a tenth of a second, on the UI thread).
+        for n in range(len(groups) - 1, -1, -1):
+            keys = groups[n].keys
+            if message_id in keys:
+                i = _last_index(keys, message_id)
+                built = built_groups.get(n)
+                if built is None:
+                    built = built_groups[n] = groups[n].built()
+                message = built[i]
+                break
+        if self._reading is not reading:
+            return self.message(message_id)  # the log was replaced meanwhile: ask it again
+        return message
 
     def _index_units(self) -> None:
         # The per-unit lists of ``obligations_of`` and the like, each ``None`` until first
@@ -1297,6 +1314,14 @@ class _Source:
                 )
             out.append(entry)
         return out
+
+
+def _last_index(values: list[str], value: str) -> int:
+    i = values.index(value)
+    with contextlib.suppress(ValueError):
+        while True:
+            i = values.index(value, i + 1)
+    return i
 
 
 class _Text:
