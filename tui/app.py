@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -63,11 +62,6 @@ if TYPE_CHECKING:
 WATCH_STEP_MS = 20
 SAFETY_NET_S = 3.0
 SHOW_WHILE_READING_S = 0.5
-# How long a thread that wants the interpreter waits before the one holding it must let go
-# (CPython's default is 5 ms). While a worker reads or builds, the UI thread wants it back
-# after every wait for input or output, and a key it answers in a few dozen such steps
-# waited that long for each: a tab switch took 250 ms beside the room's warm-up.
-SWITCH_S = 0.0005
 # What the opening worker builds for later waits until a person's keys have been quiet this
 # long (``_give_way``).
 INPUT_QUIET_S = 0.3
@@ -255,15 +249,6 @@ class RoomApp(App[None]):
         from .widgets.reading import Reading
 
         return Reading()
-
-    def run(self, *args: Any, **kwargs: Any) -> Any:
-        """The room, with the interpreter handed to the UI thread sooner (``SWITCH_S``)."""
-        previous = sys.getswitchinterval()
-        sys.setswitchinterval(SWITCH_S)
-        try:
-            return super().run(*args, **kwargs)
-        finally:
-            sys.setswitchinterval(previous)
 
     def on_mount(self) -> None:
         keymap, errors = load_keymap(self.keymap_file, all_ids())
