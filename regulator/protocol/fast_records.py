@@ -389,13 +389,8 @@ class _Emitter:
         if not model.model_config.get("frozen"):
             # A mutable record records later assignments in its own set: never share that one.
             field_set = f"set({field_set})"
-        pairs = ", ".join(f"{f.name!r}: {v}" for f, v in zip(fields, values, strict=True))
-        self.emit(1, f"m = _new({self.const(model)})")
-        self.emit(1, f"_sd(m, {{{pairs}}})")
-        self.emit(1, f"_sf(m, {field_set})")
-        self.emit(1, "_se(m, None)")
-        self.emit(1, "_sp(m, None)")
-        self.emit(1, "return m")
+        pairs = [f"{f.name!r}: {v}" for f, v in zip(fields, values, strict=True)]
+        self._instance(model, pairs, field_set)
 
     def construct_into(self, into: _Into, fields: list[_Field], values: list[str]) -> None:
         """A ``into.target`` instance: the checked fields, then ``into.after``'s (a fresh
@@ -403,9 +398,13 @@ class _Emitter:
         pairs = [f"{f.name!r}: {v}" for f, v in zip(fields, values, strict=True)]
         for name, value in into.after.items():
             pairs.append(f"{name!r}: []" if value == [] else f"{name!r}: {self.const(value)}")
-        self.emit(1, f"m = _new({self.const(into.target)})")
+        self._instance(into.target, pairs, f"set({self.const(into.fields_set)})")
+
+    def _instance(self, model: type[BaseModel], pairs: list[str], field_set: str) -> None:
+        """``m``, a ``model`` with ``pairs`` as its ``__dict__``, returned."""
+        self.emit(1, f"m = _new({self.const(model)})")
         self.emit(1, f"_sd(m, {{{', '.join(pairs)}}})")
-        self.emit(1, f"_sf(m, set({self.const(into.fields_set)}))")
+        self.emit(1, f"_sf(m, {field_set})")
         self.emit(1, "_se(m, None)")
         self.emit(1, "_sp(m, None)")
         self.emit(1, "return m")

@@ -1130,7 +1130,6 @@ class _Restored:
         self.message_ids: list[str] = []
         self._source = source
         self._file = file
-        self._opened = _CODECS["obligation-opened"].from_row
 
     def add(self, block: object, offset: int, size: int) -> None:
         """A block, whose texts are ``size`` bytes at ``offset`` of the snapshot's file."""
@@ -1173,7 +1172,7 @@ class _Restored:
         log, and is most of a restore). The slots of the events are claimed all at once, in
         ``entries``, so that a slot given twice is still found before anything is used.
         """
-        from_row = self._opened
+        from_row = _OPENED_FROM_ROW
         state_from_row = _STATE_FROM_ROW
         at_obligation = _OBLIGATION_IN_OPENED
         obligations = self.obligations
