@@ -14,6 +14,8 @@ import gc
 import json
 import os
 import re
+import subprocess
+import sys
 import threading
 import time
 import zlib
@@ -457,8 +459,11 @@ def write_busy_log(layout: Layout, rounds: int = 3) -> None:
 
 
 def read_fast(layout: Layout) -> tuple[RegulatoryLog, Sequence[Any]]:
+    """A cold read, and the snapshot it made due written, as a reader writes it when done."""
     log = RegulatoryLog(layout)
-    return log, log.refresh()
+    entries = log.refresh()
+    log.save_snapshot()
+    return log, entries
 
 
 def read_reference(layout: Layout) -> tuple[ReferenceFold, list[Any]]:
@@ -866,7 +871,8 @@ def test_a_snapshot_written_after_the_log_was_replaced_does_not_say_so_at_later_
     log = followed_then_replaced(layout, 1, 2)
     snapshot_after_every_cold_start(monkeypatch)
     outcomes = restored(monkeypatch)
-    log.refresh()  # the new file, read whole: writes the snapshot
+    log.refresh()  # the new file, read whole: a snapshot due
+    assert log.save_snapshot()
     assert fold_cache.snapshot_path(layout).exists()
     again, _ = read_fast(layout)
     assert outcomes == [True]
@@ -890,6 +896,86 @@ def test_a_snapshot_is_written_only_after_reading_many_lines(
     write_busy_log(layout, rounds=1)
     log.refresh()
     assert fold_cache.snapshot_path(layout).stat().st_mtime_ns == before
+
+
+def snapshot_header(layout: Layout) -> dict[str, Any]:
+    file = fold_cache.open_snapshot(layout)  # kept: its file closes when it goes
+    blocks = file.blocks()
+    header: dict[str, Any] = next(blocks)
+    blocks.close()
+    return header
+
+
+def test_a_cold_read_leaves_its_snapshot_to_be_written_after_it_and_whole(
+    layout: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whoever waits on a first read does not wait on its snapshot too (seconds, at a
+    million lines): the read makes it due, and it is written later, with whatever was read
+    in between."""
+    write_busy_log(layout, rounds=2)
+    snapshot_after_every_cold_start(monkeypatch)
+    log = RegulatoryLog(layout)
+    log.refresh()
+    assert log.snapshot_due and not fold_cache.snapshot_path(layout).exists()
+    write_busy_log(layout, rounds=1)
+    log.refresh()  # a follower's small refresh: part of the snapshot due, not a new one
+    assert log.save_snapshot() and not log.snapshot_due
+    assert not log.save_snapshot()  # once
+    lines = len(layout.signals.read_bytes().splitlines())
+    assert snapshot_header(layout)["nextLine"] == lines + 1
+    monkeypatch.setattr(rl, "SNAPSHOT_AFTER_LINES", 10**9)
+    outcomes = restored(monkeypatch)
+    again, entries = read_fast(layout)
+    assert outcomes == [True]
+    assert_folds_as_the_reference(layout, again, entries)
+
+
+def test_a_snapshot_a_refresh_ran_beside_does_not_land_and_stays_due(
+    layout: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The write reads the fold block by block; a fold that ran meanwhile (the room's, on
+    another thread) would leave a snapshot of neither state. It is dropped, and written again
+    later from the fold as it then is."""
+    write_busy_log(layout, rounds=2)
+    snapshot_after_every_cold_start(monkeypatch)
+    log = RegulatoryLog(layout)
+    log.refresh()
+
+    def fold_beside() -> bool:
+        write_busy_log(layout, rounds=1)
+        log.refresh()  # lands between two blocks of the write
+        return False
+
+    assert not log.save_snapshot(fold_beside)
+    cache = fold_cache.snapshot_path(layout).parent
+    assert log.snapshot_due and not any(cache.iterdir())  # no snapshot, no temp file left
+    assert not log.save_snapshot(lambda: True)  # one ended by whoever it gives way to
+    assert log.snapshot_due and not any(cache.iterdir())
+    assert log.save_snapshot()
+    monkeypatch.setattr(rl, "SNAPSHOT_AFTER_LINES", 10**9)
+    outcomes = restored(monkeypatch)
+    again, entries = read_fast(layout)
+    assert outcomes == [True]
+    assert_folds_as_the_reference(layout, again, entries)
+
+
+def test_a_process_writes_the_snapshot_its_read_made_due_when_it_ends(layout: Layout) -> None:
+    write_busy_log(layout, rounds=2)
+    code = (
+        "import sys\n"
+        "from regulator.rules import regulatory_log as rl\n"
+        "from regulator.store import Layout, fold_cache\n"
+        "rl.SNAPSHOT_AFTER_LINES = 1\n"
+        "log = rl.RegulatoryLog(Layout(sys.argv[1]))\n"
+        "log.refresh()\n"
+        "print(log.snapshot_due, fold_cache.snapshot_path(log.layout).exists())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(layout.root)], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == ["True", "False"]  # due, and not written before the end
+    assert fold_cache.snapshot_path(layout).exists()
+    assert snapshot_header(layout)["nextLine"] == len(layout.signals.read_bytes().splitlines()) + 1
 
 
 def test_a_log_read_from_another_path_has_no_snapshot(

@@ -300,7 +300,9 @@ async def test_the_histories_questions_name_are_built_off_screen_once_all_is_sho
     from regulator.rules import regulatory_log as rl
 
     monkeypatch.setattr(rl, "SNAPSHOT_AFTER_LINES", 1)
-    rl.RegulatoryLog(Layout(demo)).refresh()  # reads it all and writes the snapshot
+    first = rl.RegulatoryLog(Layout(demo))
+    first.refresh()  # reads it all: a snapshot due
+    assert first.save_snapshot()
     monkeypatch.setattr(rl, "SNAPSHOT_AFTER_LINES", 10**9)
     restored = rl.RegulatoryLog(Layout(demo))
     restored.refresh()
@@ -321,6 +323,35 @@ async def test_the_histories_questions_name_are_built_off_screen_once_all_is_sho
             ),
         )
         assert len(log.obligations) == len(restored.obligations)
+
+
+async def test_a_first_reads_snapshot_is_written_off_screen_once_the_data_is_drawn(
+    demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A first read of a large log wrote the fold's snapshot before the room could show it
+    # (4 s after a 6 s fold, at 1M lines): it is written by the opening worker, after.
+    from regulator.rules import regulatory_log as rl
+    from regulator.store import fold_cache
+
+    monkeypatch.setattr(rl, "SNAPSHOT_AFTER_LINES", 1)
+    path = fold_cache.snapshot_path(Layout(demo))
+    path.unlink(missing_ok=True)
+    when: list[tuple[bool, bool]] = []
+    save = rl.RegulatoryLog.save_snapshot
+
+    def spy(self: Any, *args: Any) -> bool:
+        when.append(
+            (app._data_drawn.is_set(), threading.current_thread() is threading.main_thread())
+        )
+        return save(self, *args)
+
+    monkeypatch.setattr(rl.RegulatoryLog, "save_snapshot", spy)
+    app = app_for(demo)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settled(pilot)
+        await wait_for(pilot, path.exists)
+        assert not app.models[0].log.snapshot_due
+    assert when == [(True, False)]
 
 
 def test_presence_is_not_beaten_while_the_room_does_not_answer(demo: Path) -> None:

@@ -323,6 +323,15 @@ class RoomApp(App[None]):
                         return
                     with model.lock:
                         make("")
+        # Last, the fold's snapshot a first read of a large log made due (a few seconds at 1M
+        # lines, which the data no longer waits for): under the model's lock, as a fold is,
+        # giving way to keys block by block.
+        for model in models:
+            if self._give_way():
+                return
+            if not model.remote and model.log.snapshot_due:
+                with model.lock:
+                    model.log.save_snapshot(self._give_way)
 
     def _give_way(self) -> bool:
         """Between two pieces of what the opening worker builds for later: wait while a

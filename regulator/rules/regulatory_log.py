@@ -13,8 +13,9 @@ A cold start of a large log is made cheap three ways, none visible in what the f
 lines are checked and built by code compiled from the record models (``fast_records``), with
 pydantic validating only the lines that code does not take (so every refusal reads as it always
 did); the cycle collector is kept out of the way of a large fold (see ``refresh``); and a
-snapshot of the fold (``fold_cache``), written after a cold start that read much of the log,
-lets the next cold start read only what was appended since. The first refresh returns every
+snapshot of the fold (``fold_cache``), written after a cold start that read much of the log
+(once the reader is done waiting on the fold: ``save_snapshot``), lets the next cold start read
+only what was appended since. The first refresh returns every
 entry of the log either way.
 
 A start from the snapshot makes each obligation's state and each question at once, and leaves
@@ -28,8 +29,10 @@ not build when its turn comes, or is no longer in the file, is read from the log
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
+import os
 import threading
 import zlib
 from collections import deque
@@ -137,6 +140,8 @@ class RegulatoryLog:
         # Only the instance's own log has a snapshot (a log read from elsewhere has none).
         self._snapshots = snapshots and SNAPSHOTS and self.path == layout.signals
         self._tried_snapshot = False
+        # How many times a refresh began or ended: odd while one is under way.
+        self._folds = 0
         self._building_messages = threading.Lock()
         self._reset()
 
@@ -210,6 +215,9 @@ class RegulatoryLog:
         self.cited: set[str] = set()
         self.fold_problems: list[Problem] = []
         self.lines = 0
+        # The entries of a snapshot due (``save_snapshot``): every entry since the log's start,
+        # in the parts the refreshes since the one that made it due returned.
+        self._due: list[list[RegulatoryEntry] | _Entries] | None = None
         self._sink.clear()
         self._index_units()
 
@@ -303,6 +311,7 @@ class RegulatoryLog:
         new: list[RegulatoryEntry] = []
         unbuilt: list[tuple[_Unbuilt, ObligationState]] = []
         later: list[_Later] = []
+        self._folds += 1  # odd while a fold is under way (``save_snapshot`` looks)
         # The fold makes a few long-lived objects per line and no reference cycles. Left on,
         # the cycle collector would walk everything folded so far again and again while a
         # large log loads (half the time of a cold load); it is off for the refresh, and what
@@ -330,13 +339,18 @@ class RegulatoryLog:
                         break
                 read = self._reader.next_line - start  # lines of the file this refresh read
                 entries = _Entries(new, unbuilt, later) if unbuilt or later else None
+                result = entries if entries is not None else new
                 if whole and self._snapshots and read >= SNAPSHOT_AFTER_LINES:
-                    # After a restore and a long tail, a new snapshot: it needs every entry
-                    # built, what the restore left to be built included.
-                    self._save(entries.whole() if entries is not None else new)
-                return entries if entries is not None else new
+                    # A cold start, or a restore and a long tail: a snapshot is due, written
+                    # by ``save_snapshot`` once the reader is done waiting on the fold.
+                    self._due = [result]
+                    _DUE[id(self)] = self
+                elif self._due is not None and result:
+                    self._due.append(result)  # the due snapshot covers what came since too
+                return result
             finally:
                 self._sink = []
+                self._folds += 1  # even again: no fold under way
 
     @property
     def problems(self) -> list[Problem]:
@@ -411,15 +425,53 @@ class RegulatoryLog:
 
     # -- the snapshot -----------------------------------------------------------------------
 
-    def _save(self, new: list[RegulatoryEntry]) -> None:
-        """Write the fold as a snapshot; a cache, so a failure only costs the next cold start."""
+    @property
+    def snapshot_due(self) -> bool:
+        """Whether a refresh read enough of the log for a snapshot that is not written yet."""
+        return self._due is not None
+
+    def save_snapshot(self, give_way: Callable[[], bool] | None = None) -> bool:
+        """Write the snapshot a refresh made due (see ``refresh``); whether one was written.
+
+        A refresh that reads much of the log from its start leaves the snapshot to this, so that
+        whoever waits on the fold does not also wait on the write (seconds, at a million
+        lines): the room calls it once the data is on screen; any other process has it called
+        when it ends (``_save_due``), after its work. ``give_way`` is asked between blocks:
+        it may wait (the room's, while a person presses keys), and true ends the write, which
+        stays due. Like ``refresh``, not to be called beside a refresh of the same log; should
+        a refresh begin anyway, the write is dropped before it lands and stays due.
+
+        A cache: a failure only costs the next cold start.
+        """
+        due, folds = self._due, self._folds
+        if due is None or folds % 2:
+            return False
+        parts = [part.whole() if isinstance(part, _Entries) else part for part in due]
+        new = parts[0] if len(parts) == 1 else [entry for part in parts for entry in part]
+
+        def keep() -> bool:
+            ended = give_way is not None and give_way()
+            return not ended and self._folds == folds  # asked after any wait
+
+        with collector_paused():
+            outcome = self._save(new, keep)
+        if self._folds != folds:
+            outcome = None  # a fold ran meanwhile, whatever the write made of it: later
+        if outcome is not None and self._due is due:
+            self._due = None  # written, or refused for good: not tried again
+            _DUE.pop(id(self), None)
+        return outcome is True
+
+    def _save(self, new: list[RegulatoryEntry], keep: Callable[[], bool]) -> bool | None:
+        """Write the fold as a snapshot: whether it was, or ``None`` if ``keep`` (asked as it
+        goes) ended it before it landed."""
         reader = self._reader
         if reader.fragment or reader.identity is None or len(new) < 1:
-            return  # a line half written, or no file: nothing a later start could match
+            return False  # a line half written, or no file: nothing a later start could match
         try:
             blocks = _encode(self, new)
             if blocks is None:
-                return
+                return False
             dev, ino = reader.identity
             header = {
                 "format": fold_cache.FORMAT,
@@ -436,9 +488,11 @@ class RegulatoryLog:
                 "readerProblems": [_problem_json(p) for p in reader.problems if p.line],
                 "foldProblems": [_problem_json(p) for p in self.fold_problems],
             }
-            fold_cache.write_snapshot(self.layout, header, blocks)
+            if not fold_cache.write_snapshot(self.layout, header, blocks, keep):
+                return None
         except Exception:  # a cache must never break reading the log: a read-only disk, …
-            return
+            return False
+        return True
 
     def _restore(
         self,
@@ -776,6 +830,24 @@ def _delivery(event: ObligationDelivered) -> Delivery:
 
 #: Whether instances' logs use fold snapshots at all (benchmarks and tests turn it off).
 SNAPSHOTS = True
+# The logs of this process with a snapshot due, by id: written when it ends (``_save_due``).
+_DUE: dict[int, RegulatoryLog] = {}
+_DUE_PID = os.getpid()
+
+
+@atexit.register
+def _save_due() -> None:
+    """When the process ends, the snapshots its refreshes made due and nothing wrote yet: after
+    a command's output, not before it. Not in a child forked from this process (its copy of
+    the logs is the parent's to write)."""
+    if os.getpid() != _DUE_PID:
+        return
+    for log in list(_DUE.values()):
+        with contextlib.suppress(Exception):
+            log.save_snapshot()
+    _DUE.clear()
+
+
 #: A cold start that had to read at least this many lines of the log writes a snapshot.
 SNAPSHOT_AFTER_LINES = 50_000
 # Bump when what the fold keeps, or how a snapshot encodes it, changes.

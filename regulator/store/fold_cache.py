@@ -122,12 +122,18 @@ def _open_own_dir(layout: Layout, *, create: bool) -> int:
 
 
 def write_snapshot(
-    layout: Layout, header: dict[str, Any], blocks: Iterable[tuple[Any, bytes]]
-) -> None:
+    layout: Layout,
+    header: dict[str, Any],
+    blocks: Iterable[tuple[Any, bytes]],
+    keep: Callable[[], bool] = lambda: True,
+) -> bool:
     """Write the header, each block with its texts (JSON texts side by side, no newline in
     them) and the trailer to a temp file, then rename it into place. A block is a list whose
     last item is the length of its texts line; the trailer's CRC covers the header's and the
     blocks' lines (each text has its own, in its block).
+
+    ``keep`` is asked after each block and before the rename: false, and the temp file is
+    removed and nothing lands (``False``).
 
     No fsync: a snapshot lost or torn by a crash fails its trailer check and is rebuilt.
     """
@@ -164,13 +170,19 @@ def write_snapshot(
                 pending.append(texts + b"\n")  # outside the file's CRC
                 size += len(texts) + 1
                 count += 1
+                if not keep():
+                    raise _Ended
             trailer = orjson.dumps({"end": FORMAT, "blocks": count, "crc": crc}) + b"\n"
             pending.append(trailer)
             flush()
-        except BaseException:
+            if not keep():
+                raise _Ended
+        except BaseException as error:
             os.close(fd)
             with contextlib.suppress(OSError):
                 os.unlink(temp, dir_fd=dir_fd)
+            if isinstance(error, _Ended):
+                return False
             raise
         os.close(fd)
         try:
@@ -181,6 +193,11 @@ def write_snapshot(
             raise
     finally:
         os.close(dir_fd)
+    return True
+
+
+class _Ended(Exception):
+    """A write ``keep`` ended."""
 
 
 def _remove_stale_temps(dir_fd: int) -> None:
