@@ -162,29 +162,31 @@ def write_snapshot(
                 pending.clear()
                 size = 0
 
+            ended = False
             put(orjson.dumps(header) + b"\n")
-            for block, texts in blocks:
+            for count, (block, texts) in enumerate(blocks, 1):  # noqa: B007 (the trailer reads it)
                 if b"\n" in texts or block[-1] != len(texts):
                     raise ValueError("a snapshot's texts line with a newline, or another length")
                 put(orjson.dumps(block) + b"\n")
                 pending.append(texts + b"\n")  # outside the file's CRC
                 size += len(texts) + 1
-                count += 1
                 if not keep():
-                    raise _Ended
-            trailer = orjson.dumps({"end": FORMAT, "blocks": count, "crc": crc}) + b"\n"
-            pending.append(trailer)
-            flush()
-            if not keep():
-                raise _Ended
-        except BaseException as error:
+                    ended = True
+                    break
+            else:
+                trailer = orjson.dumps({"end": FORMAT, "blocks": count, "crc": crc}) + b"\n"
+                pending.append(trailer)
+                flush()
+        except BaseException:
             os.close(fd)
             with contextlib.suppress(OSError):
                 os.unlink(temp, dir_fd=dir_fd)
-            if isinstance(error, _Ended):
-                return False
             raise
         os.close(fd)
+        if ended or not keep():  # between two blocks, or at the last moment
+            with contextlib.suppress(OSError):
+                os.unlink(temp, dir_fd=dir_fd)
+            return False
         try:
             os.rename(temp, FILE_NAME, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         except BaseException:
@@ -194,10 +196,6 @@ def write_snapshot(
     finally:
         os.close(dir_fd)
     return True
-
-
-class _Ended(Exception):
-    """A write ``keep`` ended."""
 
 
 def _remove_stale_temps(dir_fd: int) -> None:
