@@ -354,6 +354,32 @@ async def test_a_first_reads_snapshot_is_written_off_screen_once_the_data_is_dra
     assert when == [(True, False)]
 
 
+async def test_once_the_data_is_shown_every_record_models_validator_is_built_off_screen(
+    demo: Path,
+) -> None:
+    # Each record model builds its validator on first use (``defer_build``): the first
+    # inspector or answer would pay for it on the way; the opening worker builds them first.
+    from regulator.protocol.base import Record
+
+    def deferred() -> list[str]:
+        found, pending = [], [Record]
+        while pending:
+            model = pending.pop()
+            pending += model.__subclasses__()
+            if model is not Record and not model.__pydantic_complete__:
+                found.append(model.__name__)
+        return found
+
+    class NeverUsed(Record):  # deferred, whatever the tests before this one validated
+        note: str
+
+    assert "NeverUsed" in deferred()
+    app = app_for(demo)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settled(pilot)
+        await wait_for(pilot, lambda: not deferred())
+
+
 def test_presence_is_not_beaten_while_the_room_does_not_answer(demo: Path) -> None:
     # Presence says a person can see the room; a thread beating for a UI that stopped would
     # keep sessions waiting on a screen nobody can read.

@@ -323,6 +323,11 @@ class RoomApp(App[None]):
                         return
                     with model.lock:
                         make("")
+        # The record models' validators, which each command builds on first use: here, so
+        # that the first inspector or answer does not (the inspector's took ~10 ms of it).
+        from regulator.protocol.base import build_deferred
+
+        build_deferred(self._give_way)
         # Last, the fold's snapshot a first read of a large log made due (a few seconds at 1M
         # lines, which the data no longer waits for): under the model's lock, as a fold is,
         # giving way to keys block by block.

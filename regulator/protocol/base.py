@@ -6,6 +6,7 @@ Closed records (the original's ``additionalProperties: false``) refuse unknown f
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict
@@ -39,3 +40,23 @@ class OpenRecord(Record):
     """A record whose original schema is open: unknown fields are kept, not refused."""
 
     model_config = ConfigDict(extra="allow")
+
+
+def build_deferred(give_way: Callable[[], bool] = lambda: False) -> None:
+    """Build now each validator ``defer_build`` left to a record model's first use, for every
+    record model imported so far, one model at a time, asking ``give_way`` between them (true:
+    stop). For a long-lived process with time to spare (the control room, once its data is on
+    screen), so that the first answer, dialog or inspector is not also the first use of its
+    records' models: a few milliseconds each, some thirty in all."""
+    seen: set[type[Record]] = set()
+    pending: list[type[Record]] = [Record]
+    while pending:
+        model = pending.pop()
+        for sub in model.__subclasses__():
+            if sub not in seen:
+                seen.add(sub)
+                pending.append(sub)
+        if model is not Record and not model.__pydantic_complete__:
+            if give_way():
+                return
+            model.model_rebuild()
