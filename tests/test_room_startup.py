@@ -146,6 +146,29 @@ def test_an_instance_that_cannot_be_opened_ends_the_room_and_the_command_names_w
     assert "policies" in err and "directory" in err
 
 
+def test_a_room_that_ends_before_writing_a_due_snapshot_says_the_exit_writes_it(
+    demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Written as the process exits, a snapshot at a million lines holds the prompt back for
+    # seconds: the command says so first, and how to skip it.
+    from regulator.rules import regulatory_log as rl
+
+    monkeypatch.setattr(rl, "SNAPSHOT_AFTER_LINES", 1)
+    monkeypatch.setattr(rl.RegulatoryLog, "save_snapshot", lambda self, give_way=None: False)
+
+    async def leave_once_shown(pilot: Any) -> None:
+        await settled(pilot)
+        pilot.app.exit()
+
+    run = RoomApp.run
+    monkeypatch.setattr(
+        RoomApp, "run", lambda self: run(self, headless=True, auto_pilot=leave_once_shown)
+    )
+    assert main(["room", str(demo), "--as", "alice"]) == 0
+    err = capsys.readouterr().err
+    assert f"writing the fold snapshot of {demo.name}" in err and "Ctrl-C skips it" in err
+
+
 # --- reading -----------------------------------------------------------------------------------
 
 

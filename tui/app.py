@@ -338,6 +338,12 @@ class RoomApp(App[None]):
                 with model.lock:
                     model.log.save_snapshot(self._give_way)
 
+    def snapshots_due(self) -> list[str]:
+        """The instances read from their first line whose fold snapshot the room did not get
+        to write before it ended (the process writes them as it exits)."""
+        models = self._models or []
+        return [m.name for m in models if not m.remote and m.log.snapshot_due]
+
     def _give_way(self) -> bool:
         """Between two pieces of what the opening worker builds for later: wait while a
         person is pressing keys, or the inspector or the attention report is being made (the

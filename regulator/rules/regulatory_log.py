@@ -842,9 +842,12 @@ def _save_due() -> None:
     the logs is the parent's to write)."""
     if os.getpid() != _DUE_PID:
         return
-    for log in list(_DUE.values()):
-        with contextlib.suppress(Exception):
-            log.save_snapshot()
+    try:
+        for log in list(_DUE.values()):
+            with contextlib.suppress(Exception):
+                log.save_snapshot()
+    except KeyboardInterrupt:
+        pass  # a person who would rather not wait: the next start reads the log instead
     _DUE.clear()
 
 
