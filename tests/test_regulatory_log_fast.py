@@ -1256,6 +1256,7 @@ def test_what_pydantic_does_with_an_unbuilt_state_sees_its_history(
 def test_a_restore_counts_unrouted_messages_without_building_them(
     layout: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(rl, "_BLOCK_ROWS", 3)  # groups of three messages
     write_busy_log(layout, rounds=1)
     with layout.signals.open("a") as f:  # two left unrouted, one of them twice
         twice = message("operational-signal", "again", unit="u1")
@@ -1266,14 +1267,19 @@ def test_a_restore_counts_unrouted_messages_without_building_them(
     snapshotted = layout
     again, _ = read_fast(snapshotted)
     reference, _ = read_reference(snapshotted)
-    assert again._later_messages, "a restore leaves the messages to be built"
+    groups = again._later_messages
+    assert groups and len(groups) > 3, "a restore leaves the messages to be built"
     assert again.unrouted_count() == len(reference_unrouted(reference)) > 0
-    assert again._later_messages, "counting built nothing"
+    assert not again._built_groups, "counting built nothing"
     assert [record_state(m) for m in again.unrouted()] == [
         record_state(m) for m in reference_unrouted(reference)
     ]
-    assert again._later_messages is None
+    # Only the groups that hold an unrouted message were built.
+    unrouted = {m.id for m in reference_unrouted(reference)}
+    holding = {n for n, group in enumerate(groups) if unrouted & set(group.keys)}
+    assert set(again._built_groups) == holding and len(holding) < len(groups)
     assert again.unrouted_count() == len(reference_unrouted(reference))
+    assert [m.id for m in again.messages.values()] == [m.id for m in reference.messages.values()]
 
 
 def test_messages_built_group_by_group_stop_when_asked_and_end_as_the_fold(

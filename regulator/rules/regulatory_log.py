@@ -556,8 +556,36 @@ class RegulatoryLog:
     # -- questions the folded state answers ------------------------------------------------
 
     def unrouted(self) -> list[VsmMessage]:
-        """Messages no routing event cites yet, in log order."""
-        return [m for mid, m in self.messages.items() if mid not in self.cited]
+        """Messages no routing event cites yet, in log order (a message's id where it first
+        appears, its last message as ``messages`` holds it). After a restore, only the groups
+        of messages that hold one are built: routing cites most messages, often all of them.
+
+        Like ``message``, it takes no lock; a look that overlapped a replaced log is made again.
+        """
+        reading, groups, built_groups = self._reading, self._later_messages, self._built_groups
+        if groups is None:
+            return [m for mid, m in self.messages.items() if mid not in self.cited]
+        wanted = set(self._message_ids) - self.cited
+        first: dict[str, int] = {}  # each unrouted id → where it first appears
+        last: dict[str, tuple[int, int]] = {}  # … and its last message: group, place in it
+        if wanted:
+            at = 0
+            for n, group in enumerate(groups):
+                for i, mid in enumerate(group.keys):
+                    if mid in wanted:
+                        first.setdefault(mid, at)
+                        last[mid] = (n, i)
+                    at += 1
+        out: list[VsmMessage] = []
+        for mid in sorted(first, key=first.__getitem__):
+            n, i = last[mid]
+            built = built_groups.get(n)
+            if built is None:
+                built = built_groups[n] = groups[n].built()
+            out.append(built[i])
+        if self._reading is not reading:
+            return self.unrouted()  # the log was replaced meanwhile: ask it again
+        return out
 
     def unrouted_count(self) -> int:
         """``len(unrouted())``, without building the messages a restore left to be built
