@@ -15,8 +15,7 @@ pydantic validating only the lines that code does not take (so every refusal rea
 did); the cycle collector is kept out of the way of a large fold (see ``refresh``); and a
 snapshot of the fold (``fold_cache``), written after a cold start that read much of the log
 (once the reader is done waiting on the fold: ``save_snapshot``), lets the next cold start read
-only what was appended since. The first refresh returns every
-entry of the log either way.
+only what was appended since. The first refresh returns every entry of the log either way.
 
 A start from the snapshot makes each obligation's state and each question at once, and leaves
 what a reader may never look at to be built when first read: each obligation's history and
@@ -218,6 +217,8 @@ class RegulatoryLog:
         # The entries of a snapshot due (``save_snapshot``): every entry since the log's start,
         # in the parts the refreshes since the one that made it due returned.
         self._due: list[list[RegulatoryEntry] | _Entries] | None = None
+        self._due_pid = 0  # the process it became due in (a forked copy leaves it alone)
+        _DUE.pop(id(self), None)
         self._sink.clear()
         self._index_units()
 
@@ -344,6 +345,7 @@ class RegulatoryLog:
                     # A cold start, or a restore and a long tail: a snapshot is due, written
                     # by ``save_snapshot`` once the reader is done waiting on the fold.
                     self._due = [result]
+                    self._due_pid = os.getpid()
                     _DUE[id(self)] = self
                 elif self._due is not None and result:
                     self._due.append(result)  # the due snapshot covers what came since too
@@ -858,22 +860,21 @@ def _delivery(event: ObligationDelivered) -> Delivery:
 
 #: Whether instances' logs use fold snapshots at all (benchmarks and tests turn it off).
 SNAPSHOTS = True
-# The logs of this process with a snapshot due, by id: written when it ends (``_save_due``).
+# The logs with a snapshot due, by id: written when the process ends (``_save_due``).
 _DUE: dict[int, RegulatoryLog] = {}
-_DUE_PID = os.getpid()
 
 
 @atexit.register
 def _save_due() -> None:
     """When the process ends, the snapshots its refreshes made due and nothing wrote yet: after
-    a command's output, not before it. Not in a child forked from this process (its copy of
-    the logs is the parent's to write)."""
-    if os.getpid() != _DUE_PID:
-        return
+    a command's output, not before it. Not those of a process this one was forked from (its
+    copy of their logs is theirs to write)."""
+    pid = os.getpid()
     try:
         for log in list(_DUE.values()):
-            with contextlib.suppress(Exception):
-                log.save_snapshot()
+            if log._due_pid == pid:
+                with contextlib.suppress(Exception):
+                    log.save_snapshot()
     except KeyboardInterrupt:
         pass  # a person who would rather not wait: the next start reads the log instead
     _DUE.clear()
