@@ -17,15 +17,6 @@ os.environ.setdefault("GIT_COMMITTER_NAME", "regulator-tests")
 os.environ.setdefault("GIT_COMMITTER_EMAIL", "tests@regulator.invalid")
 
 
-@pytest.fixture(autouse=True)
-def _snapshots_due_end_with_the_test(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A fold snapshot a test's read made due is the test's: not written, when the suite ends,
-    into a directory that test has long given up."""
-    from regulator.rules import regulatory_log
-
-    monkeypatch.setattr(regulatory_log, "_DUE", {})
-
-
 def git(cwd: Path, *args: str) -> str:
     return subprocess.run(
         ["git", *args], cwd=cwd, check=True, capture_output=True, text=True

@@ -14,8 +14,6 @@ import gc
 import json
 import os
 import re
-import subprocess
-import sys
 import threading
 import time
 import zlib
@@ -459,11 +457,8 @@ def write_busy_log(layout: Layout, rounds: int = 3) -> None:
 
 
 def read_fast(layout: Layout) -> tuple[RegulatoryLog, Sequence[Any]]:
-    """A cold read, and the snapshot it made due written, as a reader writes it when done."""
     log = RegulatoryLog(layout)
-    entries = log.refresh()
-    log.save_snapshot()
-    return log, entries
+    return log, log.refresh()
 
 
 def read_reference(layout: Layout) -> tuple[ReferenceFold, list[Any]]:
@@ -871,8 +866,7 @@ def test_a_snapshot_written_after_the_log_was_replaced_does_not_say_so_at_later_
     log = followed_then_replaced(layout, 1, 2)
     snapshot_after_every_cold_start(monkeypatch)
     outcomes = restored(monkeypatch)
-    log.refresh()  # the new file, read whole: a snapshot due
-    assert log.save_snapshot()
+    log.refresh()  # the new file, read whole: writes the snapshot
     assert fold_cache.snapshot_path(layout).exists()
     again, _ = read_fast(layout)
     assert outcomes == [True]
@@ -909,25 +903,37 @@ def snapshot_header(layout: Layout) -> dict[str, Any]:
 def test_a_cold_read_leaves_its_snapshot_to_be_written_after_it_and_whole(
     layout: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Whoever waits on a first read does not wait on its snapshot too (seconds, at a
-    million lines): the read makes it due, and it is written later, with whatever was read
-    in between."""
+    """A reader that shows the fold first (the room) does not wait on its snapshot too
+    (seconds, at a million lines): the read makes it due, and it is written later, with
+    whatever was read in between."""
     write_busy_log(layout, rounds=2)
     snapshot_after_every_cold_start(monkeypatch)
-    log = RegulatoryLog(layout)
+    log = RegulatoryLog(layout, defer_snapshot=True)
     log.refresh()
     assert log.snapshot_due and not fold_cache.snapshot_path(layout).exists()
+    monkeypatch.setattr(rl, "SNAPSHOT_AFTER_LINES", 10**9)  # the writer's own reads write none
     write_busy_log(layout, rounds=1)
     log.refresh()  # a follower's small refresh: part of the snapshot due, not a new one
     assert log.save_snapshot() and not log.snapshot_due
     assert not log.save_snapshot()  # once
     lines = len(layout.signals.read_bytes().splitlines())
     assert snapshot_header(layout)["nextLine"] == lines + 1
-    monkeypatch.setattr(rl, "SNAPSHOT_AFTER_LINES", 10**9)
     outcomes = restored(monkeypatch)
     again, entries = read_fast(layout)
     assert outcomes == [True]
     assert_folds_as_the_reference(layout, again, entries)
+
+
+def test_a_reader_that_does_not_defer_it_writes_the_snapshot_before_its_refresh_returns(
+    layout: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every reader but the room: a long-lived one (the MCP server, the loop) reading again and
+    # again must not keep what a due snapshot would hold, nor leave the next start to fold it.
+    write_busy_log(layout, rounds=2)
+    snapshot_after_every_cold_start(monkeypatch)
+    log = RegulatoryLog(layout)
+    log.refresh()
+    assert fold_cache.snapshot_path(layout).exists() and not log.snapshot_due
 
 
 def test_a_snapshot_a_refresh_ran_beside_does_not_land_and_stays_due(
@@ -938,8 +944,9 @@ def test_a_snapshot_a_refresh_ran_beside_does_not_land_and_stays_due(
     later from the fold as it then is."""
     write_busy_log(layout, rounds=2)
     snapshot_after_every_cold_start(monkeypatch)
-    log = RegulatoryLog(layout)
+    log = RegulatoryLog(layout, defer_snapshot=True)
     log.refresh()
+    monkeypatch.setattr(rl, "SNAPSHOT_AFTER_LINES", 10**9)  # the writer's own reads write none
 
     def fold_beside() -> bool:
         write_busy_log(layout, rounds=1)
@@ -952,30 +959,10 @@ def test_a_snapshot_a_refresh_ran_beside_does_not_land_and_stays_due(
     assert not log.save_snapshot(lambda: True)  # one ended by whoever it gives way to
     assert log.snapshot_due and not any(cache.iterdir())
     assert log.save_snapshot()
-    monkeypatch.setattr(rl, "SNAPSHOT_AFTER_LINES", 10**9)
     outcomes = restored(monkeypatch)
     again, entries = read_fast(layout)
     assert outcomes == [True]
     assert_folds_as_the_reference(layout, again, entries)
-
-
-def test_a_process_writes_the_snapshot_its_read_made_due_when_it_ends(layout: Layout) -> None:
-    write_busy_log(layout, rounds=2)
-    code = (
-        "import sys\n"
-        "from regulator.rules import regulatory_log as rl\n"
-        "from regulator.store import Layout, fold_cache\n"
-        "rl.SNAPSHOT_AFTER_LINES = 1\n"
-        "log = rl.RegulatoryLog(Layout(sys.argv[1]))\n"
-        "log.refresh()\n"
-        "print(log.snapshot_due, fold_cache.snapshot_path(log.layout).exists())\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(layout.root)], capture_output=True, text=True, check=True
-    )
-    assert done.stdout.split() == ["True", "False"]  # due, and not written before the end
-    assert fold_cache.snapshot_path(layout).exists()
-    assert snapshot_header(layout)["nextLine"] == len(layout.signals.read_bytes().splitlines()) + 1
 
 
 def test_a_log_read_from_another_path_has_no_snapshot(

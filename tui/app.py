@@ -338,11 +338,22 @@ class RoomApp(App[None]):
                 with model.lock:
                     model.log.save_snapshot(self._give_way)
 
-    def snapshots_due(self) -> list[str]:
-        """The instances read from their first line whose fold snapshot the room did not get
-        to write before it ended (the process writes them as it exits)."""
-        models = self._models or []
-        return [m.name for m in models if not m.remote and m.log.snapshot_due]
+    def write_due_snapshots(self, say: Callable[[str], None]) -> None:
+        """Once the room has ended: the fold snapshots of instances read from their first line
+        that it did not get to write (a few seconds each at a million lines), ``say``-ing so
+        first; Ctrl-C skips them, and the next start reads those logs again."""
+        due = [m for m in self._models or [] if not m.remote and m.log.snapshot_due]
+        if not due:
+            return
+        say(
+            f"regulator: writing the fold snapshot of {', '.join(m.name for m in due)} for the "
+            "next start (Ctrl-C skips it: the next start reads the log again)"
+        )
+        try:
+            for model in due:
+                model.log.save_snapshot()
+        except KeyboardInterrupt:
+            pass
 
     def _give_way(self) -> bool:
         """Between two pieces of what the opening worker builds for later: wait while a

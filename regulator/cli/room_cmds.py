@@ -86,11 +86,5 @@ def cmd_room(args: argparse.Namespace) -> int:
         stop.set()
     if app.open_error is not None:  # the instance could not be opened: said as any error is
         raise app.open_error
-    due = app.snapshots_due()
-    if due:  # written as the process exits: a few seconds at a million lines, said first
-        print(
-            f"regulator: writing the fold snapshot of {', '.join(due)} for the next start "
-            "(Ctrl-C skips it: the next start reads the log again)",
-            file=sys.stderr,
-        )
+    app.write_due_snapshots(lambda text: print(text, file=sys.stderr))
     return 0

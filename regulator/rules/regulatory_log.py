@@ -14,8 +14,9 @@ lines are checked and built by code compiled from the record models (``fast_reco
 pydantic validating only the lines that code does not take (so every refusal reads as it always
 did); the cycle collector is kept out of the way of a large fold (see ``refresh``); and a
 snapshot of the fold (``fold_cache``), written after a cold start that read much of the log
-(once the reader is done waiting on the fold: ``save_snapshot``), lets the next cold start read
-only what was appended since. The first refresh returns every entry of the log either way.
+(by that refresh, or later by a reader that asked to show the fold first: ``save_snapshot``),
+lets the next cold start read only what was appended since. The first refresh returns every
+entry of the log either way.
 
 A start from the snapshot makes each obligation's state and each question at once, and leaves
 what a reader may never look at to be built when first read: each obligation's history and
@@ -28,10 +29,8 @@ not build when its turn comes, or is no longer in the file, is read from the log
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import hashlib
-import os
 import threading
 import zlib
 from collections import deque
@@ -124,7 +123,14 @@ class RegulatoryLog:
 
     lines: int  # the number of the last line folded into an entry
 
-    def __init__(self, layout: Layout, *, path: Path | None = None, snapshots: bool = True) -> None:
+    def __init__(
+        self,
+        layout: Layout,
+        *,
+        path: Path | None = None,
+        snapshots: bool = True,
+        defer_snapshot: bool = False,
+    ) -> None:
         self.layout = layout
         self.path = path if path is not None else layout.signals
         self._reader = _FoldReader(
@@ -138,6 +144,9 @@ class RegulatoryLog:
         self._sink: list[RegulatoryEntry] = []
         # Only the instance's own log has a snapshot (a log read from elsewhere has none).
         self._snapshots = snapshots and SNAPSHOTS and self.path == layout.signals
+        # The snapshot a cold start makes due is left to ``save_snapshot`` (the room's, which
+        # shows the data first), else written by that refresh itself.
+        self._defer_snapshot = defer_snapshot
         self._tried_snapshot = False
         # How many times a refresh began or ended: odd while one is under way.
         self._folds = 0
@@ -217,8 +226,6 @@ class RegulatoryLog:
         # The entries of a snapshot due (``save_snapshot``): every entry since the log's start,
         # in the parts the refreshes since the one that made it due returned.
         self._due: list[list[RegulatoryEntry] | _Entries] | None = None
-        self._due_pid = 0  # the process it became due in (a forked copy leaves it alone)
-        _DUE.pop(id(self), None)
         self._sink.clear()
         self._index_units()
 
@@ -342,17 +349,16 @@ class RegulatoryLog:
                 entries = _Entries(new, unbuilt, later) if unbuilt or later else None
                 result = entries if entries is not None else new
                 if whole and self._snapshots and read >= SNAPSHOT_AFTER_LINES:
-                    # A cold start, or a restore and a long tail: a snapshot is due, written
-                    # by ``save_snapshot`` once the reader is done waiting on the fold.
+                    # A cold start, or a restore and a long tail: a snapshot is due.
                     self._due = [result]
-                    self._due_pid = os.getpid()
-                    _DUE[id(self)] = self
                 elif self._due is not None and result:
                     self._due.append(result)  # the due snapshot covers what came since too
-                return result
             finally:
                 self._sink = []
                 self._folds += 1  # even again: no fold under way
+        if self._due is not None and not self._defer_snapshot:
+            self.save_snapshot()  # a reader that did not ask to write it later
+        return result
 
     @property
     def problems(self) -> list[Problem]:
@@ -435,10 +441,11 @@ class RegulatoryLog:
     def save_snapshot(self, give_way: Callable[[], bool] | None = None) -> bool:
         """Write the snapshot a refresh made due (see ``refresh``); whether one was written.
 
-        A refresh that reads much of the log from its start leaves the snapshot to this, so that
-        whoever waits on the fold does not also wait on the write (seconds, at a million
-        lines): the room calls it once the data is on screen; any other process has it called
-        when it ends (``_save_due``), after its work. ``give_way`` is asked between blocks:
+        A refresh that reads much of the log from its start writes the snapshot through this
+        before it returns, unless the log was made with ``defer_snapshot``: then whoever waits
+        on the fold does not also wait on the write (seconds, at a million lines), and calls
+        this when it has time (the room, once the data is on screen, and as it ends); until
+        then, later refreshes add to what it will hold. ``give_way`` is asked between blocks:
         it may wait (the room's, while a person presses keys), and true ends the write, which
         stays due. Like ``refresh``, not to be called beside a refresh of the same log; should
         a refresh begin anyway, the write is dropped before it lands and stays due.
@@ -461,7 +468,6 @@ class RegulatoryLog:
             outcome = None  # a fold ran meanwhile, whatever the write made of it: later
         if outcome is not None and self._due is due:
             self._due = None  # written, or refused for good: not tried again
-            _DUE.pop(id(self), None)
         return outcome is True
 
     def _save(self, new: list[RegulatoryEntry], keep: Callable[[], bool]) -> bool | None:
@@ -860,26 +866,6 @@ def _delivery(event: ObligationDelivered) -> Delivery:
 
 #: Whether instances' logs use fold snapshots at all (benchmarks and tests turn it off).
 SNAPSHOTS = True
-# The logs with a snapshot due, by id: written when the process ends (``_save_due``).
-_DUE: dict[int, RegulatoryLog] = {}
-
-
-@atexit.register
-def _save_due() -> None:
-    """When the process ends, the snapshots its refreshes made due and nothing wrote yet: after
-    a command's output, not before it. Not those of a process this one was forked from (its
-    copy of their logs is theirs to write)."""
-    pid = os.getpid()
-    try:
-        for log in list(_DUE.values()):
-            if log._due_pid == pid:
-                with contextlib.suppress(Exception):
-                    log.save_snapshot()
-    except KeyboardInterrupt:
-        pass  # a person who would rather not wait: the next start reads the log instead
-    _DUE.clear()
-
-
 #: A cold start that had to read at least this many lines of the log writes a snapshot.
 SNAPSHOT_AFTER_LINES = 50_000
 # Bump when what the fold keeps, or how a snapshot encodes it, changes.
