@@ -900,28 +900,39 @@ def snapshot_header(layout: Layout) -> dict[str, Any]:
     return header
 
 
+def read_deferring(layout: Layout, monkeypatch: pytest.MonkeyPatch) -> RegulatoryLog:
+    """A busy log read whole by a reader that writes its snapshot later, as the room does;
+    from then on, the test's own writes (a ledger's reads) write no snapshot of their own."""
+    write_busy_log(layout, rounds=2)
+    snapshot_after_every_cold_start(monkeypatch)
+    log = RegulatoryLog(layout, defer_snapshot=True)
+    log.refresh()
+    monkeypatch.setattr(rl, "SNAPSHOT_AFTER_LINES", 10**9)
+    return log
+
+
+def assert_restores_as_the_reference(layout: Layout, monkeypatch: pytest.MonkeyPatch) -> None:
+    outcomes = restored(monkeypatch)
+    again, entries = read_fast(layout)
+    assert outcomes == [True]
+    assert_folds_as_the_reference(layout, again, entries)
+
+
 def test_a_cold_read_leaves_its_snapshot_to_be_written_after_it_and_whole(
     layout: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A reader that shows the fold first (the room) does not wait on its snapshot too
     (seconds, at a million lines): the read makes it due, and it is written later, with
     whatever was read in between."""
-    write_busy_log(layout, rounds=2)
-    snapshot_after_every_cold_start(monkeypatch)
-    log = RegulatoryLog(layout, defer_snapshot=True)
-    log.refresh()
+    log = read_deferring(layout, monkeypatch)
     assert log.snapshot_due and not fold_cache.snapshot_path(layout).exists()
-    monkeypatch.setattr(rl, "SNAPSHOT_AFTER_LINES", 10**9)  # the writer's own reads write none
     write_busy_log(layout, rounds=1)
     log.refresh()  # a follower's small refresh: part of the snapshot due, not a new one
     assert log.save_snapshot() and not log.snapshot_due
     assert not log.save_snapshot()  # once
     lines = len(layout.signals.read_bytes().splitlines())
     assert snapshot_header(layout)["nextLine"] == lines + 1
-    outcomes = restored(monkeypatch)
-    again, entries = read_fast(layout)
-    assert outcomes == [True]
-    assert_folds_as_the_reference(layout, again, entries)
+    assert_restores_as_the_reference(layout, monkeypatch)
 
 
 def test_a_reader_that_does_not_defer_it_writes_the_snapshot_before_its_refresh_returns(
@@ -942,11 +953,7 @@ def test_a_snapshot_a_refresh_ran_beside_does_not_land_and_stays_due(
     """The write reads the fold block by block; a fold that ran meanwhile (the room's, on
     another thread) would leave a snapshot of neither state. It is dropped, and written again
     later from the fold as it then is."""
-    write_busy_log(layout, rounds=2)
-    snapshot_after_every_cold_start(monkeypatch)
-    log = RegulatoryLog(layout, defer_snapshot=True)
-    log.refresh()
-    monkeypatch.setattr(rl, "SNAPSHOT_AFTER_LINES", 10**9)  # the writer's own reads write none
+    log = read_deferring(layout, monkeypatch)
 
     def fold_beside() -> bool:
         write_busy_log(layout, rounds=1)
@@ -959,10 +966,7 @@ def test_a_snapshot_a_refresh_ran_beside_does_not_land_and_stays_due(
     assert not log.save_snapshot(lambda: True)  # one ended by whoever it gives way to
     assert log.snapshot_due and not any(cache.iterdir())
     assert log.save_snapshot()
-    outcomes = restored(monkeypatch)
-    again, entries = read_fast(layout)
-    assert outcomes == [True]
-    assert_folds_as_the_reference(layout, again, entries)
+    assert_restores_as_the_reference(layout, monkeypatch)
 
 
 def test_a_log_read_from_another_path_has_no_snapshot(
