@@ -350,20 +350,34 @@ async def test_a_first_reads_snapshot_is_written_off_screen_once_the_data_is_dra
     demo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A first read of a large log wrote the fold's snapshot before the room could show it
-    # (4 s after a 6 s fold, at 1M lines): it is written by the opening worker, after.
+    # (4 s after a 6 s fold, at 1M lines): it is written by the opening worker, after, and
+    # without the model's lock, which the screen's own thread would wait on meanwhile.
     from regulator.rules import regulatory_log as rl
     from regulator.store import fold_cache
 
     monkeypatch.setattr(rl, "SNAPSHOT_AFTER_LINES", 1)
     path = fold_cache.snapshot_path(Layout(demo))
     path.unlink(missing_ok=True)
-    when: list[tuple[bool, bool]] = []
+    when: list[tuple[bool, bool, bool]] = []
     save = rl.RegulatoryLog.save_snapshot
 
+    def lock_free_elsewhere() -> bool:
+        # Whether another thread (the screen's own takes it) gets the model's lock at once.
+        lock, got = app.models[0].lock, []
+
+        def take() -> None:
+            got.append(lock.acquire(timeout=1))
+            if got[0]:
+                lock.release()
+
+        other = threading.Thread(target=take)
+        other.start()
+        other.join()
+        return got[0]
+
     def spy(self: Any, *args: Any) -> bool:
-        when.append(
-            (app._data_drawn.is_set(), threading.current_thread() is threading.main_thread())
-        )
+        on_ui = threading.current_thread() is threading.main_thread()
+        when.append((app._data_drawn.is_set(), on_ui, lock_free_elsewhere()))
         return save(self, *args)
 
     monkeypatch.setattr(rl.RegulatoryLog, "save_snapshot", spy)
@@ -372,7 +386,39 @@ async def test_a_first_reads_snapshot_is_written_off_screen_once_the_data_is_dra
         await settled(pilot)
         await wait_for(pilot, path.exists)
         assert not app.models[0].log.snapshot_due
-    assert when == [(True, False)]
+    assert when == [(True, False, True)]
+
+
+async def test_a_snapshot_write_a_fold_landed_beside_is_made_again(
+    demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from regulator.rules import regulatory_log as rl
+    from regulator.store import fold_cache
+
+    monkeypatch.setattr(rl, "SNAPSHOT_AFTER_LINES", 1)
+    monkeypatch.setattr(tui.app, "SNAPSHOT_RETRY_S", 0.05)
+    path = fold_cache.snapshot_path(Layout(demo))
+    path.unlink(missing_ok=True)
+    tries: list[bool] = []
+    save = rl.RegulatoryLog.save_snapshot
+
+    def spy(self: Any, give_way: Any = None) -> bool:
+        if not tries:  # the first time, a fold begins and ends while it writes (two steps)
+
+            def fold_beside() -> bool:
+                self._folds += 2
+                return False
+
+            give_way = fold_beside
+        tries.append(save(self, give_way))
+        return tries[-1]
+
+    monkeypatch.setattr(rl.RegulatoryLog, "save_snapshot", spy)
+    app = app_for(demo)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settled(pilot)
+        await wait_for(pilot, path.exists)
+    assert tries == [False, True]
 
 
 async def test_once_the_data_is_shown_every_record_models_validator_is_built_off_screen(

@@ -60,6 +60,10 @@ if TYPE_CHECKING:
     from .widgets.rowtable import RowTable
 
 WATCH_STEP_MS = 20
+# A fold snapshot the room writes, and a fold landed beside: tried again this often, this long
+# after (see ``_open``).
+SNAPSHOT_TRIES = 3
+SNAPSHOT_RETRY_S = 1.0
 SAFETY_NET_S = 3.0
 SHOW_WHILE_READING_S = 0.5
 # What the opening worker builds for later waits until a person's keys have been quiet this
@@ -329,14 +333,23 @@ class RoomApp(App[None]):
 
         build_deferred(self._give_way)
         # Last, the fold's snapshot a first read of a large log made due (a few seconds at 1M
-        # lines, which the data no longer waits for): under the model's lock, as a fold is,
-        # giving way to keys block by block.
+        # lines, which the data no longer waits for), giving way to keys block by block. Not
+        # under the model's lock: the screen's own thread takes it, and would wait seconds. A
+        # fold that runs meanwhile makes the write land nowhere; it is made again a few times,
+        # then left to the end of the room (``write_due_snapshots``).
         for model in models:
-            if self._give_way():
-                return
-            if not model.remote and model.log.snapshot_due:
-                with model.lock:
-                    model.log.save_snapshot(self._give_way)
+            if model.remote:
+                continue
+            for _ in range(SNAPSHOT_TRIES):
+                if self._give_way():
+                    return
+                if not model.log.snapshot_due or model.log.save_snapshot(self._give_way):
+                    break
+                deadline = time.monotonic() + SNAPSHOT_RETRY_S
+                while time.monotonic() < deadline:
+                    if self._stop.is_set():
+                        return
+                    time.sleep(0.05)
 
     def write_due_snapshots(self, say: Callable[[str], None]) -> None:
         """Once the room has ended: the fold snapshots of instances read from their first line

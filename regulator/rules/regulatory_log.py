@@ -447,8 +447,9 @@ class RegulatoryLog:
         this when it has time (the room, once the data is on screen, and as it ends); until
         then, later refreshes add to what it will hold. ``give_way`` is asked between blocks:
         it may wait (the room's, while a person presses keys), and true ends the write, which
-        stays due. Like ``refresh``, not to be called beside a refresh of the same log; should
-        a refresh begin anyway, the write is dropped before it lands and stays due.
+        stays due. It may run beside a refresh of the same log on another thread (it only
+        reads): a refresh under way, or one that begins before the write lands, makes it land
+        nowhere, and the snapshot stays due.
 
         A cache: a failure only costs the next cold start.
         """
