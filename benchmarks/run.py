@@ -177,8 +177,8 @@ def b1(ctx: Context) -> None:
         ),
     ]
     if saves:
-        # Written after the load, not waited on by it: the room writes it once the data is on
-        # screen, a command when it ends (B4's first reads are whole commands, the write in).
+        # Written after the load, not waited on by it, as the room writes it once the data is
+        # on screen (a command writes it before it goes on: B4's first reads include it).
         save = statistics.median(saves)
         ctx.rows.append(
             Row(

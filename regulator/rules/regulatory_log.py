@@ -290,11 +290,7 @@ class RegulatoryLog:
         for n in range(len(groups) - 1, -1, -1):
             keys = groups[n].keys
             if message_id in keys:
-                i = _last_index(keys, message_id)
-                built = built_groups.get(n)
-                if built is None:
-                    built = built_groups[n] = groups[n].built()
-                message = built[i]
+                message = _built_group(groups, built_groups, n)[_last_index(keys, message_id)]
                 break
         if self._reading is not reading:
             return self.message(message_id)  # the log was replaced meanwhile: ask it again
@@ -575,23 +571,15 @@ class RegulatoryLog:
         if groups is None:
             return [m for mid, m in self.messages.items() if mid not in self.cited]
         wanted = set(self._message_ids) - self.cited
-        first: dict[str, int] = {}  # each unrouted id → where it first appears
-        last: dict[str, tuple[int, int]] = {}  # … and its last message: group, place in it
+        # Each unrouted id, in the order it first appears (a key assigned again keeps its
+        # place), with where its last message is: its group, its place there.
+        last: dict[str, tuple[int, int]] = {}
         if wanted:
-            at = 0
             for n, group in enumerate(groups):
                 for i, mid in enumerate(group.keys):
                     if mid in wanted:
-                        first.setdefault(mid, at)
                         last[mid] = (n, i)
-                    at += 1
-        out: list[VsmMessage] = []
-        for mid in sorted(first, key=first.__getitem__):
-            n, i = last[mid]
-            built = built_groups.get(n)
-            if built is None:
-                built = built_groups[n] = groups[n].built()
-            out.append(built[i])
+        out = [_built_group(groups, built_groups, n)[i] for n, i in last.values()]
         if self._reading is not reading:
             return self.unrouted()  # the log was replaced meanwhile: ask it again
         return out
@@ -1404,6 +1392,14 @@ class _Source:
                 )
             out.append(entry)
         return out
+
+
+def _built_group(groups: list[_Later], built: dict[int, list[Any]], n: int) -> list[Any]:
+    """Group ``n`` of a restored log's messages, built once and kept in ``built``."""
+    found = built.get(n)
+    if found is None:
+        found = built[n] = groups[n].built()
+    return found
 
 
 def _last_index(values: list[str], value: str) -> int:
