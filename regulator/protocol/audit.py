@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, TypeAdapter
 
-from regulator.protocol.base import Record
+from regulator.protocol.base import DEFERRED, Record
 from regulator.protocol.entry import loads_json, validate_tagged
 from regulator.protocol.evidence import NonEmptyStr
 from regulator.protocol.execution import ContractRef, Positive
@@ -111,7 +111,7 @@ AUDIT_ENTRY_MODELS: Mapping[str, type[Record]] = MappingProxyType(
     }
 )
 
-AUDIT_ENTRY_ADAPTER: TypeAdapter[AuditEntry] = TypeAdapter(AuditEntry)
+AUDIT_ENTRY_ADAPTER: TypeAdapter[AuditEntry] = TypeAdapter(AuditEntry, config=DEFERRED)
 
 
 def parse_audit_line(line: bytes | str) -> AuditEntry:

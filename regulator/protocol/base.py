@@ -36,6 +36,12 @@ class Record(BaseModel):
         return cls.model_validate(data)
 
 
+#: The config of a tagged union's ``TypeAdapter``: built at its first validation, not at import
+#: (building one builds its members' validators: some forty milliseconds of every command's
+#: start for the regulatory log's, which a read that the compiled builders take never uses).
+DEFERRED = ConfigDict(defer_build=True)
+
+
 class OpenRecord(Record):
     """A record whose original schema is open: unknown fields are kept, not refused."""
 

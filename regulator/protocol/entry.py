@@ -19,7 +19,7 @@ import orjson
 from pydantic import BaseModel, Discriminator, Tag, TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails
 
-from regulator.protocol.base import Record
+from regulator.protocol.base import DEFERRED, Record
 from regulator.protocol.errors import describe_error
 from regulator.protocol.interaction import (
     INTERACTION_EVENT_MODELS,
@@ -249,7 +249,9 @@ ENTRY_MODELS: Mapping[str, type[Record]] = MappingProxyType(
     }
 )
 
-REGULATORY_ENTRY_ADAPTER: TypeAdapter[RegulatoryEntry] = TypeAdapter(RegulatoryEntry)
+REGULATORY_ENTRY_ADAPTER: TypeAdapter[RegulatoryEntry] = TypeAdapter(
+    RegulatoryEntry, config=DEFERRED
+)
 
 _ENTRY_TAG_KEYS = (("kind", "message kind"), ("type", "line type"))
 

@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, TypeAdapter
 
-from regulator.protocol.base import Record
+from regulator.protocol.base import DEFERRED, Record
 from regulator.protocol.entry import loads_json, validate_tagged
 from regulator.protocol.evidence import EvidenceRef, NonEmptyStr
 
@@ -58,7 +58,7 @@ MEMORY_EVENT_MODELS: Mapping[str, type[Record]] = MappingProxyType(
     }
 )
 
-MEMORY_EVENT_ADAPTER: TypeAdapter[MemoryEvent] = TypeAdapter(MemoryEvent)
+MEMORY_EVENT_ADAPTER: TypeAdapter[MemoryEvent] = TypeAdapter(MemoryEvent, config=DEFERRED)
 
 
 def parse_memory_line(line: bytes | str) -> MemoryEvent:
