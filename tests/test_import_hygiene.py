@@ -63,8 +63,8 @@ print(int(entry.REGULATORY_ENTRY_ADAPTER.pydantic_complete))
 
 
 def test_tagged_unions_are_built_at_first_use_not_at_import(tmp_path: Path) -> None:
-    # Building the regulatory log's union builds every member's validator: some forty
-    # milliseconds of every command's start, for lines the compiled builders almost always take.
+    # Building the regulatory log's union builds every member's validator: 20-30 ms of every
+    # command's start, for the lines the compiled builders refuse (a valid log has none).
     done = subprocess.run(
         [sys.executable, "-c", UNBUILT], capture_output=True, text=True, cwd=tmp_path, check=True
     )

@@ -37,8 +37,8 @@ class Record(BaseModel):
 
 
 #: The config of a tagged union's ``TypeAdapter``: built at its first validation, not at import
-#: (building one builds its members' validators: some forty milliseconds of every command's
-#: start for the regulatory log's, which a read that the compiled builders take never uses).
+#: (building one builds its members' validators: for the regulatory log's, 20-30 ms of every
+#: command's start, spent for a line the compiled builders refuse, which a valid log never has).
 DEFERRED = ConfigDict(defer_build=True)
 
 
