@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -72,3 +73,42 @@ def test_tagged_unions_are_built_at_first_use_not_at_import(tmp_path: Path) -> N
     assert built_at_import == "0"
     assert refusal.startswith("obligation-resolved: ") and "obligationId: required" in refusal
     assert built_after == "1"
+
+
+HOOK = """
+import io, json, sys
+from regulator.cli.main import main
+sys.stdin = io.TextIOWrapper(io.BytesIO(json.dumps({payload!r}).encode()))
+try:
+    main(["hook", "claude-code"])
+except SystemExit:
+    pass
+heavy = ("regulator.rules.regulatory_log", "regulator.host.session_units", "regulator.host.tools")
+print(json.dumps(sorted(m for m in heavy if m in sys.modules)))
+"""
+
+
+def _hook(payload: dict[str, object], cwd: Path) -> tuple[dict[str, object], list[str]]:
+    done = subprocess.run(
+        [sys.executable, "-c", HOOK.format(payload=payload)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        check=True,
+    )
+    reply, imported = done.stdout.strip().splitlines()[-2:]
+    return json.loads(reply), json.loads(imported)
+
+
+def test_a_hook_for_a_reading_tool_answers_without_the_session_machinery(instance: Path) -> None:
+    # Claude Code waits on the hook before every tool call it matches: the common answers
+    # (a tool that only reads, nobody in the room) must not import units, tools or the log.
+    call = {"hook_event_name": "PreToolUse", "session_id": "s1", "cwd": str(instance)}
+    reply, imported = _hook({**call, "tool_name": "Read", "tool_input": {}}, instance)
+    assert reply["hookSpecificOutput"]["permissionDecision"] == "allow"  # type: ignore[index]
+    assert imported == []
+    effect = {"command": "git push origin main"}
+    reply, imported = _hook({**call, "tool_name": "Bash", "tool_input": effect}, instance)
+    assert reply["hookSpecificOutput"]["permissionDecision"] == "ask"  # type: ignore[index]
+    assert "nobody is in the control room" in str(reply)
+    assert imported == []

@@ -1,4 +1,5 @@
-"""Agents' commands: ``mcp``, ``tool``, ``ask``, ``hook`` and ``session start|end``.
+"""Agents' commands: ``mcp``, ``tool``, ``ask`` and ``session start|end`` (``hook`` has a module
+of its own: it runs on every tool call an agent makes, and imports as little as it can).
 
 They all reach the one :class:`SessionTools` of the session the process serves (the loop's
 unit, or a session unit for an agent a person started by hand), so no gate exists twice.
@@ -15,13 +16,10 @@ from typing import Any
 
 import orjson
 
-from regulator.cli.context import definition, instance_root
+from regulator.cli.context import definition, emit_json, instance_root
 from regulator.cli.errors import CliError
-from regulator.host.agent_session import (
-    INSTANCE_ENV,
-    AgentSession,
-    find_session,
-)
+from regulator.host.agent_session import AgentSession, find_session
+from regulator.host.environment import INSTANCE_ENV
 from regulator.host.presence import process_start
 from regulator.host.session_units import (
     agent_pid,
@@ -30,9 +28,9 @@ from regulator.host.session_units import (
     unit_id_for,
 )
 from regulator.host.tools import ToolRefused
-from regulator.protocol.text import inert_json_text, visible
+from regulator.protocol.text import visible
 from regulator.rules.execution import UnitNotFound
-from regulator.store import Layout, find_instance
+from regulator.store import Layout
 
 # `regulator ask` exit statuses beyond 0 (yes, or an answer) and 1 (no, or a refusal).
 NOBODY_ANSWERED = 3
@@ -85,12 +83,6 @@ def _json_arguments(text: str | None, where: str) -> dict[str, Any]:
     return value
 
 
-def _emit(value: Any) -> None:
-    # Compact JSON for an agent; a bidi override or zero-width character in a string is
-    # written as an escape, so a person running it from a shell sees it inert.
-    sys.stdout.write(inert_json_text(orjson.dumps(value).decode()) + "\n")
-
-
 def cmd_tool(args: argparse.Namespace) -> int:
     arguments = _json_arguments(args.json, "--json" if args.json is not None else "stdin")
     needs_key = not os.environ.get("REGULATOR_UNIT") and not os.environ.get("REGULATOR_SESSION")
@@ -102,9 +94,9 @@ def cmd_tool(args: argparse.Namespace) -> int:
         result = tools.call(args.name, arguments)
     except ToolRefused as exc:
         # A refusal is the tool's answer too: JSON on stdout for the agent, exit 1.
-        _emit({"refused": str(exc)})
+        emit_json({"refused": str(exc)})
         return 1
-    _emit(result)
+    emit_json(result)
     return 0
 
 
@@ -127,7 +119,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     finally:
         session.end()  # a question asked from a plain script is a session of its own
     if args.json:
-        _emit(result)
+        emit_json(result)
     elif result.get("answered"):
         print(visible(str(result.get("answer", ""))))
         if result.get("note"):
@@ -137,35 +129,6 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if not result.get("answered"):
         return 0 if args.kind == "recap" else NOBODY_ANSWERED
     return 1 if result.get("disposition") == "rejected" else 0
-
-
-def cmd_hook(args: argparse.Namespace) -> int:
-    from regulator.host.hooks import claude_code, pre_tool_reply
-
-    raw = sys.stdin.buffer.read()
-    try:
-        payload = orjson.loads(raw) if raw.strip() else {}
-    except orjson.JSONDecodeError:
-        payload = {}
-    if not isinstance(payload, dict):
-        payload = {}
-    pre_tool = payload.get("hook_event_name") == "PreToolUse"
-    try:
-        given = os.environ.get(INSTANCE_ENV)
-        cwd = Path(str(payload.get("cwd") or Path.cwd()))
-        root = Path(given) if given else find_instance(cwd)
-        if root is None:
-            _emit({})  # not a regulator instance: nothing to say
-            return 0
-        layout = Layout(root.resolve())
-        defn = definition(args, root)
-        reply = claude_code(payload, layout, defn)
-    except Exception as exc:  # every failure of ours, whatever it is
-        # Fail closed: a hook that crashes lets the call through, so say `ask` instead.
-        print(f"regulator: {visible(str(exc))}", file=sys.stderr)
-        reply = pre_tool_reply("ask", f"regulator could not decide: {exc}") if pre_tool else {}
-    _emit(reply)
-    return 0
 
 
 def cmd_session_start(args: argparse.Namespace) -> int:

@@ -80,3 +80,14 @@ def print_json(value: Any) -> None:
     sys.stdout.flush()
     buffer.write(encoded)
     buffer.flush()
+
+
+def emit_json(value: Any) -> None:
+    """One line of compact JSON, for an agent reading a command's reply; a bidi override or
+    zero-width character in a string is written as an escape, so a person running it from a
+    shell sees it inert."""
+    import orjson
+
+    from regulator.protocol.text import inert_json_text
+
+    sys.stdout.write(inert_json_text(orjson.dumps(value).decode()) + "\n")

@@ -210,7 +210,7 @@ def _agent_commands(sub: Any) -> None:
     p = _command(
         sub,
         "hook",
-        f"{h}:cmd_hook",
+        "regulator.cli.hook_cmds:cmd_hook",
         "answer an agent's hook: a payload on stdin, the agent's reply on stdout",
         "regulator hook claude-code < payload.json",
     )

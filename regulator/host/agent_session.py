@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from regulator.host.environment import ATTEMPT_ENV, UNIT_ENV
 from regulator.host.session_units import (
     SESSION_TYPE,
     SessionUnitError,
@@ -32,10 +33,6 @@ from regulator.protocol.clock import Clock, system_clock
 from regulator.protocol.errors import Refused
 from regulator.rules.execution import ExecutionStore, UnitNotFound
 from regulator.store import Layout, is_valid_unit_id
-
-INSTANCE_ENV = "REGULATOR_INSTANCE"
-UNIT_ENV = "REGULATOR_UNIT"
-ATTEMPT_ENV = "REGULATOR_ATTEMPT"
 
 
 class SessionUnavailable(Refused):

@@ -17,18 +17,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from regulator.host.agent_session import AgentSession, find_session
-from regulator.host.presence import present
-from regulator.host.session_units import (
-    agent_pid,
-    current_unit,
-    end_session_unit,
-    register_agent,
-    start_session_unit,
-    unregister_agent,
-)
-from regulator.host.thrash import post_tool_use
-from regulator.host.tools import ToolRefused
 from regulator.policy import Definition
 from regulator.policy.agent_effects import classify, load_agent_effects
 from regulator.protocol.clock import Clock, system_clock
@@ -67,9 +55,13 @@ def claude_code(
     key = _key(payload)
     cwd = Path(str(payload.get("cwd") or Path.cwd()))
     driven = bool(env.get("REGULATOR_UNIT"))  # `unit drive` started it: the loop owns the unit
+    # The session machinery (units, tools, presence, the regulatory log) is imported by the
+    # branch that uses it: a read-only tool call, most of an agent's, is answered without it.
     if event == "SessionStart":
         if driven or key is None:
             return {}
+        from regulator.host.session_units import agent_pid, register_agent, start_session_unit
+
         made = start_session_unit(layout, definition, key, agent=AGENT, cwd=cwd, clock=clock)
         register_agent(layout, made.unit_id, agent_pid())
         return {
@@ -84,6 +76,13 @@ def claude_code(
     if event == "SessionEnd":
         if driven or key is None:
             return {}
+        from regulator.host.session_units import (
+            agent_pid,
+            current_unit,
+            end_session_unit,
+            unregister_agent,
+        )
+
         unregister_agent(layout, agent_pid())
         unit = current_unit(layout, key, clock)
         if unit is not None:
@@ -92,6 +91,8 @@ def claude_code(
     if event == "PreToolUse":
         return _pre_tool_use(payload, layout, definition, env, key, cwd, clock)
     if event == "PostToolUse":  # S2's thrash detector counts the agent's own writes
+        from regulator.host.thrash import post_tool_use
+
         return post_tool_use(payload, layout, definition, env=env, key=key, cwd=cwd, clock=clock)
     return {}
 
@@ -116,10 +117,15 @@ def _pre_tool_use(
         return pre_tool_reply("allow", f"regulator: {tool} only reads")
     if verdict.effect is None or verdict.action is None:
         return {}  # no declared effect: the agent's own permission rules decide
+    from regulator.host.presence import present
+
     if not present(layout, clock):
         reason = "regulator: nobody is in the control room to ask"
         return pre_tool_reply(rules.nobody_present, reason)
-    session: AgentSession = find_session(layout, definition, agent=AGENT, env=env, key=key)
+    from regulator.host.agent_session import find_session
+    from regulator.host.tools import ToolRefused
+
+    session = find_session(layout, definition, agent=AGENT, env=env, key=key)
     session.cwd = cwd
     tools = session.tools()
     paused = tools.state.paused

@@ -1,0 +1,50 @@
+"""``regulator hook``: an agent's hook, answered.
+
+Claude Code runs it before and after each tool call it matches, so its start is latency on
+every such call. It imports what the common replies need (the definition's agent rules, the
+store); the session machinery (units, tools, the regulatory log) only when a reply asks a
+person or records a session (``regulator.host.hooks``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import orjson
+
+from regulator.cli.context import definition, emit_json
+from regulator.host.environment import INSTANCE_ENV
+from regulator.protocol.text import visible
+from regulator.store import Layout, find_instance
+
+
+def cmd_hook(args: argparse.Namespace) -> int:
+    from regulator.host.hooks import claude_code, pre_tool_reply
+
+    raw = sys.stdin.buffer.read()
+    try:
+        payload = orjson.loads(raw) if raw.strip() else {}
+    except orjson.JSONDecodeError:
+        payload = {}
+    if not isinstance(payload, dict):
+        payload = {}
+    pre_tool = payload.get("hook_event_name") == "PreToolUse"
+    try:
+        given = os.environ.get(INSTANCE_ENV)
+        cwd = Path(str(payload.get("cwd") or Path.cwd()))
+        root = Path(given) if given else find_instance(cwd)
+        if root is None:
+            emit_json({})  # not a regulator instance: nothing to say
+            return 0
+        layout = Layout(root.resolve())
+        defn = definition(args, root)
+        reply = claude_code(payload, layout, defn)
+    except Exception as exc:  # every failure of ours, whatever it is
+        # Fail closed: a hook that crashes lets the call through, so say `ask` instead.
+        print(f"regulator: {visible(str(exc))}", file=sys.stderr)
+        reply = pre_tool_reply("ask", f"regulator could not decide: {exc}") if pre_tool else {}
+    emit_json(reply)
+    return 0

@@ -1,0 +1,14 @@
+"""The environment variables through which regulator tells an agent's processes where they run.
+
+Kept apart from the session machinery that sets them, so that a process that only reads one
+(``regulator hook``, on every tool call an agent makes) need not import that machinery.
+"""
+
+from __future__ import annotations
+
+#: The instance an agent's session belongs to: its commands use it instead of looking upward.
+INSTANCE_ENV = "REGULATOR_INSTANCE"
+#: The unit the loop started the agent for (``unit drive``).
+UNIT_ENV = "REGULATOR_UNIT"
+#: That unit's attempt.
+ATTEMPT_ENV = "REGULATOR_ATTEMPT"
