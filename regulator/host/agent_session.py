@@ -17,13 +17,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from regulator.host.agent_process import registered_ancestor
 from regulator.host.environment import ATTEMPT_ENV, UNIT_ENV
 from regulator.host.session_units import (
     SESSION_TYPE,
     SessionUnitError,
     end_session_unit,
     key_from,
-    registered_unit,
     start_session_unit,
 )
 from regulator.host.tools import SessionTools
@@ -170,9 +170,10 @@ class AgentSession:
 
 def _registered(layout: Layout, clock: Clock) -> SessionAddress | None:
     """The running session unit an ancestor agent registered, if any."""
-    unit_id = registered_unit(layout)
-    if unit_id is None:
+    found = registered_ancestor(layout)
+    if found is None:
         return None
+    unit_id = found.unit_id
     unit = ExecutionStore(layout, clock).find_unit(unit_id)
     if unit is None or unit.status != "dispatched":
         return None  # a registration its session outlived

@@ -60,10 +60,11 @@ def claude_code(
     if event == "SessionStart":
         if driven or key is None:
             return {}
-        from regulator.host.session_units import agent_pid, register_agent, start_session_unit
+        from regulator.host.agent_process import agent_pid, register
+        from regulator.host.session_units import start_session_unit
 
         made = start_session_unit(layout, definition, key, agent=AGENT, cwd=cwd, clock=clock)
-        register_agent(layout, made.unit_id, agent_pid())
+        register(layout, made.unit_id, agent_pid(), agent=AGENT, by="hook")
         return {
             "hookSpecificOutput": {
                 "hookEventName": "SessionStart",
@@ -76,14 +77,10 @@ def claude_code(
     if event == "SessionEnd":
         if driven or key is None:
             return {}
-        from regulator.host.session_units import (
-            agent_pid,
-            current_unit,
-            end_session_unit,
-            unregister_agent,
-        )
+        from regulator.host.agent_process import agent_pid, unregister
+        from regulator.host.session_units import current_unit, end_session_unit
 
-        unregister_agent(layout, agent_pid())
+        unregister(layout, agent_pid())
         unit = current_unit(layout, key, clock)
         if unit is not None:
             end_session_unit(layout, unit.unit_id, clock=clock)

@@ -17,16 +17,12 @@ it among its ancestors); else a new session unit of its own.
 
 from __future__ import annotations
 
-import os
 import re
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import orjson
-
-from regulator.host.presence import proc_stat
 from regulator.policy import Definition
 from regulator.policy.workload import Workload, load_workload
 from regulator.protocol.clock import Clock, now_iso, system_clock
@@ -36,18 +32,10 @@ from regulator.rules.authority import process_os_user
 from regulator.rules.execution import ExecutionStore, UnitExists
 from regulator.rules.regulatory_log import RegulatoryLog
 from regulator.rules.session_journal import SessionJournal
-from regulator.store import (
-    Layout,
-    RecordNotFound,
-    is_valid_unit_id,
-    read_bytes,
-    remove_file,
-    write_json_atomic,
-)
+from regulator.store import Layout, is_valid_unit_id
 
 SESSION_TYPE = "session"
 SESSION_ENV = "REGULATOR_SESSION"
-_SHELLS = {"sh", "bash", "dash", "zsh", "fish", "ksh", "env", "timeout", "nohup"}
 
 
 class SessionUnitError(Refused):
@@ -196,66 +184,6 @@ def end_session_unit(layout: Layout, unit_id: str, *, clock: Clock = system_cloc
 
 def is_session_unit(unit: UnitRecord) -> bool:
     return unit.unit_type == SESSION_TYPE
-
-
-# -- which session a process belongs to ---------------------------------------------------
-
-
-def _agents_dir(layout: Layout) -> Path:
-    return layout.state / "sessions" / "agents"
-
-
-def _ancestors(pid: int) -> list[int]:
-    """``pid`` and its ancestors, nearest first (Linux /proc; elsewhere the parent only)."""
-    chain = [pid]
-    current = pid
-    for _ in range(32):
-        stat = proc_stat(current)
-        if stat is None:
-            if current == os.getpid():
-                chain.append(os.getppid())
-            break
-        if stat.parent <= 1:
-            break
-        chain.append(stat.parent)
-        current = stat.parent
-    return chain
-
-
-def _name(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return ""
-
-
-def agent_pid() -> int:
-    """The agent this process runs for: the nearest ancestor that is not a shell."""
-    for pid in _ancestors(os.getpid())[1:]:
-        if _name(pid) not in _SHELLS:
-            return pid
-    return os.getppid()
-
-
-def register_agent(layout: Layout, unit_id: str, pid: int) -> None:
-    write_json_atomic(_agents_dir(layout) / f"{pid}.json", {"unitId": unit_id, "pid": pid})
-
-
-def unregister_agent(layout: Layout, pid: int) -> None:
-    remove_file(_agents_dir(layout) / f"{pid}.json")
-
-
-def registered_unit(layout: Layout) -> str | None:
-    """The session unit an ancestor agent of this process registered, if any."""
-    for pid in _ancestors(os.getpid())[1:]:
-        try:
-            data = orjson.loads(read_bytes(_agents_dir(layout) / f"{pid}.json"))
-        except (RecordNotFound, orjson.JSONDecodeError):
-            continue
-        unit_id = data.get("unitId") if isinstance(data, dict) else None
-        if isinstance(unit_id, str) and is_valid_unit_id(unit_id):
-            return unit_id
-    return None
 
 
 def key_from(env: Mapping[str, str]) -> str | None:
