@@ -168,9 +168,10 @@ def test_regulator_tool_shares_the_pause_with_the_attempts_other_processes(
     assert "paused" in json.loads(notified[0])["refused"] and notified[1] == "exit 1"
     assert read[1] == "exit 0"
     assert outcome.attempt is not None and outcome.attempt.outcome == "paused"
-    # The attempt is over: nothing acts for the blocked unit any more.
+    # The attempt is over: nothing acts for the blocked unit any more, and a process the loop
+    # did not start for it cannot name it.
     code, said = tool(project, "read_conventions", {}, "m4")
-    assert code == 1 and "not running" in said
+    assert code == 1 and "no agent process registered for that unit" in said
 
 
 def test_a_consent_answered_in_the_room_reaches_the_mcp_client_with_the_note(

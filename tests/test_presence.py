@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from regulator.host.presence import STALE_AFTER_S, PresenceFile, present, process_start
+from regulator.host.agent_process import process_start
+from regulator.host.presence import STALE_AFTER_S, PresenceFile, present
 from regulator.protocol.clock import parse_iso
 from regulator.store import Layout
 

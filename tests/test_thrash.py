@@ -14,6 +14,7 @@ from regulator.rules.execution import ExecutionStore
 from regulator.rules.regulatory_log import RegulatoryLog
 from regulator.store import Layout
 
+from .agent_fixture import as_agent_of
 from .test_loop import contract_with, loop_for, project, with_policy
 
 __all__ = ["project"]
@@ -30,7 +31,8 @@ def edit(root: Path, unit_id: str, attempt: int, path: str, tool: str = "Edit") 
         "tool_response": {"success": True},
     }
     env = {"REGULATOR_UNIT": unit_id, "REGULATOR_ATTEMPT": str(attempt)}
-    return claude_code(payload, Layout(root), load_definition(root), env=env)
+    with as_agent_of(root, unit_id, attempt):
+        return claude_code(payload, Layout(root), load_definition(root), env=env)
 
 
 def oscillations(root: Path, unit_id: str) -> list[CoordinationSignal]:

@@ -18,15 +18,11 @@ import orjson
 
 from regulator.cli.context import definition, emit_json, instance_root
 from regulator.cli.errors import CliError
-from regulator.host.agent_process import agent_pid
+from regulator.host.agent_process import agent_pid, process_start
 from regulator.host.agent_session import AgentSession, find_session
 from regulator.host.environment import INSTANCE_ENV
-from regulator.host.presence import process_start
-from regulator.host.session_units import (
-    end_session_unit,
-    start_session_unit,
-    unit_id_for,
-)
+from regulator.host.session_definition import unit_id_for
+from regulator.host.session_units import end_session_unit, start_session_unit
 from regulator.host.tools import ToolRefused
 from regulator.protocol.text import visible
 from regulator.rules.execution import UnitNotFound

@@ -16,12 +16,15 @@ later process is not taken for the agent. The files are ``.regulator/sessions/ag
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import orjson
 
-from regulator.host.presence import proc_stat, process_start
 from regulator.store import (
     Layout,
     RecordNotFound,
@@ -40,6 +43,34 @@ _DEPTH = 64
 
 
 @dataclass(frozen=True)
+class ProcStat:
+    state: str  # R, S, Z, …
+    parent: int
+    start: int  # clock ticks after boot
+
+
+def proc_stat(pid: int) -> ProcStat | None:
+    """Process ``pid``'s state, parent and start time, from ``/proc/<pid>/stat``; ``None``
+    where there is no such file (not Linux, or no such pid)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    # Field 2, the command name, is in parentheses and may itself hold spaces and ")".
+    fields = stat[stat.rfind(b")") + 1 :].split()
+    try:
+        return ProcStat(fields[0].decode("ascii"), int(fields[1]), int(fields[19]))
+    except (IndexError, ValueError, UnicodeDecodeError):
+        return None
+
+
+def process_start(pid: int) -> int | None:
+    """When process ``pid`` started, where ``/proc`` says; ``None`` elsewhere."""
+    stat = proc_stat(pid)
+    return stat.start if stat is not None else None
+
+
+@dataclass(frozen=True)
 class Registration:
     """An agent process and the unit it runs for."""
 
@@ -47,7 +78,10 @@ class Registration:
     pid: int
     process_start: int | None
     agent: str
-    by: str  # who registered it: loop, hook or mcp
+    # Who registered it: `loop` (a unit's session), `host-check` (the project's own code the
+    # host runs at closeout: the agent wrote it), `hook` or `mcp` (a session a person started).
+    by: str
+    attempt: int | None = None  # the attempt the loop started it for
 
 
 def agents_dir(layout: Layout) -> Path:
@@ -90,9 +124,11 @@ def agent_pid() -> int:
     return os.getppid()
 
 
-def register(layout: Layout, unit_id: str, pid: int, *, agent: str, by: str) -> Registration:
+def register(
+    layout: Layout, unit_id: str, pid: int, *, agent: str, by: str, attempt: int | None = None
+) -> Registration:
     """Record that process ``pid`` is an agent running for ``unit_id``."""
-    registration = Registration(unit_id, pid, process_start(pid), agent, by)
+    registration = Registration(unit_id, pid, process_start(pid), agent, by, attempt)
     write_json_atomic(
         agents_dir(layout) / f"{pid}.json",
         {
@@ -101,6 +137,7 @@ def register(layout: Layout, unit_id: str, pid: int, *, agent: str, by: str) -> 
             "processStart": registration.process_start,
             "agent": agent,
             "by": by,
+            "attempt": attempt,
         },
     )
     return registration
@@ -120,16 +157,18 @@ def registration(layout: Layout, pid: int) -> Registration | None:
         return None
     unit_id = data.get("unitId")
     started = data.get("processStart")
+    attempt = data.get("attempt")
     if not isinstance(unit_id, str) or not is_valid_unit_id(unit_id) or data.get("pid") != pid:
         return None
     if started is not None and not isinstance(started, int):
         return None
+    if attempt is not None and not isinstance(attempt, int):
+        return None
     now = process_start(pid)
     if now is not None and started != now:
         return None  # a later process was given the registered pid
-    return Registration(
-        unit_id, pid, started, str(data.get("agent") or "agent"), str(data.get("by") or "")
-    )
+    agent, by = str(data.get("agent") or "agent"), str(data.get("by") or "")
+    return Registration(unit_id, pid, started, agent, by, attempt)
 
 
 def registered_ancestor(layout: Layout, pid: int | None = None) -> Registration | None:
@@ -149,3 +188,89 @@ def known_agent_ancestor(pid: int | None = None) -> tuple[int, str] | None:
         if name in KNOWN_AGENTS:
             return ancestor, name
     return None
+
+
+def spawn(
+    layout: Layout,
+    argv: list[str],
+    *,
+    unit_id: str,
+    attempt: int,
+    agent: str,
+    by: str,
+    env: Mapping[str, str] | None = None,
+    **popen: Any,
+) -> subprocess.Popen[Any]:
+    """Start ``argv`` as a registered agent process of ``unit_id``'s ``attempt``.
+
+    The process is registered before it runs an instruction of its own: a shell waits on a
+    pipe (its standard input) until the registration is written, then replaces itself with
+    ``argv`` (the pid stays).
+    Otherwise a quick agent could call regulator before its registration exists. A command that
+    cannot be found raises ``FileNotFoundError``, as ``Popen`` does.
+    """
+    path = (env or os.environ).get("PATH")
+    if shutil.which(argv[0], path=path) is None:
+        raise FileNotFoundError(2, "No such file or directory", argv[0])
+    gate, release = os.pipe()
+    try:
+        # The wait is on standard input, which the agent then inherits at its end: a command
+        # run unattended reads nothing from the terminal of whoever started the loop.
+        proc = subprocess.Popen(
+            ["/bin/sh", "-c", 'read -r _ && exec "$@"', "regulator-agent", *argv],
+            stdin=gate,
+            env=env,
+            **popen,
+        )
+    finally:
+        os.close(gate)
+    try:
+        register(layout, unit_id, proc.pid, agent=agent, by=by, attempt=attempt)
+        os.write(release, b"go\n")
+    except BaseException:
+        proc.kill()  # never let it run unregistered
+        proc.wait()
+        raise
+    finally:
+        os.close(release)
+    return proc
+
+
+def run_registered(
+    layout: Layout,
+    argv: list[str],
+    *,
+    unit_id: str,
+    attempt: int,
+    by: str,
+    timeout: float,
+    cwd: Path,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` to its end as a registered process of ``unit_id`` (as ``subprocess.run``
+    with captured text output; ``TimeoutExpired`` after ``timeout`` seconds, the process
+    killed).
+
+    For the project's own code the host runs at closeout (its tests): the agent wrote that code,
+    so whatever it starts is known as the unit's, and never as a person.
+    """
+    proc = spawn(
+        layout,
+        argv,
+        unit_id=unit_id,
+        attempt=attempt,
+        agent=Path(argv[0]).name,
+        by=by,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
+    finally:
+        unregister(layout, proc.pid)
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)

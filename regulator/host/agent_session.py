@@ -1,12 +1,23 @@
-"""The session an agent's tool call belongs to, found from the environment it runs in.
+"""The session an agent's tool call belongs to, found from what regulator recorded.
 
-``unit drive`` starts an agent with ``REGULATOR_INSTANCE``, ``REGULATOR_UNIT`` and
-``REGULATOR_ATTEMPT``; the MCP server, ``regulator tool``, ``regulator ask`` and
-``regulator hook`` read them back and open the one :class:`SessionTools` of that unit's
-attempt. An agent a person started by hand names no unit: its calls go to a session unit
-(:mod:`regulator.host.session_units`), made on the first call that needs one. The gates' state
-lives on disk (the session journal, the budget ledger), so every process of an attempt sees
-the same pause.
+An agent regulator supervises runs as the same OS user as the person and may be
+prompt-injected, so which unit and attempt a call acts for never comes from something the agent
+can set. It comes from the record:
+
+* the agent process regulator registered (:mod:`regulator.host.agent_process`): the loop
+  registers the agent it starts for a unit's attempt, Claude Code's ``SessionStart`` hook the
+  Claude Code process of a session unit, ``regulator mcp`` the agent that started it; a call
+  made by any descendant of that process acts for that unit;
+* the attempt in progress: the one the unit's record says is running (``attempts + 1`` while
+  it is ``dispatched``), never another.
+
+The environment (``REGULATOR_UNIT``, ``REGULATOR_ATTEMPT``, ``REGULATOR_SESSION``) may say the
+same, and is then checked against the record: a variable that names another unit, another
+session or another attempt is refused, and ``REGULATOR_UNIT`` without a registered agent
+process of that unit above the caller names nothing it may act for. An agent a person starts by
+hand with none of these becomes a session unit (:mod:`regulator.host.session_units`) on its
+first call that needs one. The gates' state is derived from the regulatory log, so every process
+of an attempt sees the same pause.
 """
 
 from __future__ import annotations
@@ -17,13 +28,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from regulator.host.agent_process import registered_ancestor
+from regulator.host.agent_process import (
+    Registration,
+    agent_pid,
+    register,
+    registered_ancestor,
+    unregister,
+)
 from regulator.host.environment import ATTEMPT_ENV, UNIT_ENV
+from regulator.host.session_definition import SESSION_ENV, key_from, names_unit, session_definition
 from regulator.host.session_units import (
     SESSION_TYPE,
     SessionUnitError,
     end_session_unit,
-    key_from,
     start_session_unit,
 )
 from regulator.host.tools import SessionTools
@@ -31,6 +48,7 @@ from regulator.policy import Definition
 from regulator.policy.workload import load_workload
 from regulator.protocol.clock import Clock, system_clock
 from regulator.protocol.errors import Refused
+from regulator.protocol.execution import UnitRecord
 from regulator.rules.execution import ExecutionStore, UnitNotFound
 from regulator.store import Layout, is_valid_unit_id
 
@@ -45,6 +63,16 @@ class SessionAddress:
     attempt: int | None
 
 
+def attempt_from(env: Mapping[str, str]) -> int | None:
+    """The attempt the environment names, if it names one."""
+    raw = env.get(ATTEMPT_ENV, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) < 1:
+        raise SessionUnavailable(f"{ATTEMPT_ENV}={raw!r}: an attempt is a number from 1")
+    return int(raw)
+
+
 def address_from(env: Mapping[str, str]) -> SessionAddress | None:
     """The unit and attempt the environment names, or ``None`` when it names no unit."""
     unit_id = env.get(UNIT_ENV, "").strip()
@@ -52,12 +80,12 @@ def address_from(env: Mapping[str, str]) -> SessionAddress | None:
         return None
     if not is_valid_unit_id(unit_id):
         raise SessionUnavailable(f"{UNIT_ENV}={unit_id!r}: not a valid unit id")
-    raw = env.get(ATTEMPT_ENV, "").strip()
-    if not raw:
-        return SessionAddress(unit_id, None)
-    if not raw.isdigit() or int(raw) < 1:
-        raise SessionUnavailable(f"{ATTEMPT_ENV}={raw!r}: an attempt is a number from 1")
-    return SessionAddress(unit_id, int(raw))
+    return SessionAddress(unit_id, attempt_from(env))
+
+
+def in_progress(unit: UnitRecord) -> int:
+    """The attempt a running unit is in: its record holds the attempts that have ended."""
+    return unit.attempts + 1
 
 
 def open_session(
@@ -68,7 +96,11 @@ def open_session(
     clock: Clock = system_clock,
     cwd: Path | None = None,
 ) -> SessionTools:
-    """The session tools of the addressed unit's attempt (the current one when none is given)."""
+    """The session tools of the addressed unit's attempt in progress.
+
+    An address that names another attempt than the one in progress is refused: a report, an
+    effect or a question is recorded only for the attempt that is running.
+    """
     store = ExecutionStore(layout, clock)
     try:
         unit = store.unit(address.unit_id)
@@ -83,16 +115,22 @@ def open_session(
         raise SessionUnavailable(
             f"unit {unit.unit_id} is {unit.status}, not running: its session has ended"
         )
-    # While a session runs, its attempt is not recorded yet: the current one is the next.
-    attempt = address.attempt if address.attempt is not None else unit.attempts + 1
+    attempt = in_progress(unit)
+    if address.attempt is not None and address.attempt != attempt:
+        raise SessionUnavailable(
+            f"attempt {address.attempt} of unit {unit.unit_id} is not the one in progress "
+            f"({attempt}); a unit's tools act only for the attempt that is running"
+        )
     worktree = layout.worktree(unit.unit_id)
+    # The definition in force when the session started, whatever changed since.
+    runs_under = session_definition(layout, unit.unit_id, attempt, definition)
     return SessionTools(
         layout,
-        definition,
+        runs_under,
         contract=contract,
         attempt=attempt,
         worktree=worktree if worktree.is_dir() else (cwd or Path.cwd()),
-        grants=load_workload(definition).grants(unit.unit_type),
+        grants=load_workload(runs_under).grants(unit.unit_type),
         clock=clock,
         contracted=unit.unit_type != SESSION_TYPE,
     )
@@ -114,6 +152,10 @@ class AgentSession:
     clock: Clock = system_clock
     cwd: Path = field(default_factory=Path.cwd)
     owned: bool = False
+    # The attempt the environment named: checked against the one in progress when opened.
+    attempt: int | None = None
+    # The agent process this process registered for the session unit it made (``mcp``).
+    registered_pid: int | None = None
     _tools: SessionTools | None = None
 
     @property
@@ -127,6 +169,9 @@ class AgentSession:
         unit = ExecutionStore(self.layout, self.clock).find_unit(self.address.unit_id)
         if unit is None:
             raise SessionUnavailable(f"no unit {self.address.unit_id} in {self.layout.root}")
+        workload = load_workload(
+            session_definition(self.layout, unit.unit_id, in_progress(unit), self.definition)
+        )
         extra = {"report_result"} if unit.unit_type != SESSION_TYPE else set()
         return set(workload.grants(unit.unit_type)) | extra
 
@@ -150,7 +195,12 @@ class AgentSession:
                 except SessionUnitError as exc:
                     raise SessionUnavailable(str(exc)) from None
                 self.owned = made.created and self.key is None
-                self.address = SessionAddress(made.unit_id, None)
+                self.address = SessionAddress(made.unit_id, self.attempt)
+                if self.owned and self.agent == "mcp":
+                    # The MCP client that started this server is an agent: every other process
+                    # it runs (`regulator tool`, a person's act it tries) is known as its own.
+                    self.registered_pid = agent_pid()
+                    register(self.layout, made.unit_id, self.registered_pid, agent="mcp", by="mcp")
             self._tools = open_session(
                 self.layout, self.definition, self.address, clock=self.clock, cwd=self.cwd
             )
@@ -162,6 +212,9 @@ class AgentSession:
 
     def end(self) -> str | None:
         """End the session unit this process made; what it became, or ``None``."""
+        if self.registered_pid is not None:
+            unregister(self.layout, self.registered_pid)
+            self.registered_pid = None
         if not self.owned or self.address is None:
             return None
         self.owned = False
@@ -173,11 +226,46 @@ def _registered(layout: Layout, clock: Clock) -> SessionAddress | None:
     found = registered_ancestor(layout)
     if found is None:
         return None
-    unit_id = found.unit_id
-    unit = ExecutionStore(layout, clock).find_unit(unit_id)
+    unit = ExecutionStore(layout, clock).find_unit(found.unit_id)
     if unit is None or unit.status != "dispatched":
         return None  # a registration its session outlived
-    return SessionAddress(unit_id, None)
+    return SessionAddress(found.unit_id, found.attempt)
+
+
+def checked_address(
+    registered: Registration | None,
+    env: Mapping[str, str],
+    key: str | None,
+) -> SessionAddress | None:
+    """The address the record gives, with every name the environment or the caller gives
+    checked against it; ``None`` when nothing names a unit (a session key may still)."""
+    named = address_from(env)
+    if registered is None:
+        if named is not None:
+            raise SessionUnavailable(
+                f"{UNIT_ENV}={named.unit_id}: no agent process registered for that unit is an "
+                "ancestor of this process; a unit's tools are reached only from its own session"
+            )
+        return None
+    if registered.by == "host-check":
+        raise SessionUnavailable(
+            f"this process runs under the host's checks of unit {registered.unit_id} (the "
+            "project's own code, at closeout): its session has ended, and no tool acts for it"
+        )
+    whose = f"this process runs for unit {registered.unit_id} (agent process {registered.pid})"
+    if named is not None and named.unit_id != registered.unit_id:
+        raise SessionUnavailable(f"{UNIT_ENV}={named.unit_id} names another unit: {whose}")
+    if key is not None and not names_unit(key, registered.unit_id):
+        raise SessionUnavailable(f"{SESSION_ENV}={key} names another session: {whose}")
+    attempt = registered.attempt
+    named_attempt = attempt_from(env)
+    if named_attempt is not None:
+        if attempt is not None and named_attempt != attempt:
+            raise SessionUnavailable(
+                f"{ATTEMPT_ENV}={named_attempt} names another attempt: {whose}, attempt {attempt}"
+            )
+        attempt = named_attempt
+    return SessionAddress(registered.unit_id, attempt)
 
 
 def find_session(
@@ -189,11 +277,34 @@ def find_session(
     key: str | None = None,
     clock: Clock = system_clock,
 ) -> AgentSession:
-    """The session this process serves: the loop's unit, a named or registered session unit,
-    or (``address`` left empty) a new session unit made on the first call that needs one."""
+    """The session this process serves: the unit of the agent process regulator registered
+    above it, a session unit named by its key, or (``address`` left empty) a new session unit
+    made on the first call that needs one.
+
+    ``key``: the agent's own name for its session (a Claude Code hook's ``session_id``), used
+    where no registered agent process says which session this is; ``REGULATOR_SESSION`` in
+    ``env`` is checked against the registration like the other variables.
+    """
     env = os.environ if env is None else env
-    address = address_from(env)
-    key = key or key_from(env)
-    if address is None and key is None:
-        address = _registered(layout, clock)
-    return AgentSession(layout, definition, agent, address, key=key, clock=clock)
+    named_key = key_from(env)
+    registered = registered_ancestor(layout)
+    address = checked_address(registered, env, named_key)
+    if address is not None:
+        assert registered is not None
+        if key is not None and registered.by != "loop" and not names_unit(key, registered.unit_id):
+            # The agent's own session key (a Claude Code hook's session_id) and the session
+            # unit its process was registered for disagree: act for neither.
+            raise SessionUnavailable(
+                f"session {key} is not the session this agent process ({registered.pid}) was "
+                f"registered for ({registered.unit_id})"
+            )
+        return AgentSession(layout, definition, agent, address, clock=clock)
+    return AgentSession(
+        layout,
+        definition,
+        agent,
+        None,
+        key=key or named_key,
+        clock=clock,
+        attempt=attempt_from(env),
+    )

@@ -17,6 +17,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from regulator.host.agent_process import Registration, registered_ancestor
+from regulator.host.environment import UNIT_ENV
+from regulator.host.session_definition import latest_session_unit, session_definition
 from regulator.policy import Definition
 from regulator.policy.agent_effects import classify, load_agent_effects
 from regulator.protocol.clock import Clock, system_clock
@@ -54,7 +57,9 @@ def claude_code(
     event = payload.get("hook_event_name")
     key = _key(payload)
     cwd = Path(str(payload.get("cwd") or Path.cwd()))
-    driven = bool(env.get("REGULATOR_UNIT"))  # `unit drive` started it: the loop owns the unit
+    registered = registered_ancestor(layout)
+    # `unit drive` started the agent: the loop owns its unit, and the hooks leave it alone.
+    driven = (registered is not None and registered.by == "loop") or bool(env.get(UNIT_ENV))
     # The session machinery (units, tools, presence, the regulatory log) is imported by the
     # branch that uses it: a read-only tool call, most of an agent's, is answered without it.
     if event == "SessionStart":
@@ -86,7 +91,8 @@ def claude_code(
             end_session_unit(layout, unit.unit_id, clock=clock)
         return {}
     if event == "PreToolUse":
-        return _pre_tool_use(payload, layout, definition, env, key, cwd, clock)
+        runs_under = _session_definition(layout, definition, registered, key)
+        return _pre_tool_use(payload, layout, definition, runs_under, env, key, cwd, clock)
     if event == "PostToolUse":  # S2's thrash detector counts the agent's own writes
         from regulator.host.thrash import post_tool_use
 
@@ -94,10 +100,26 @@ def claude_code(
     return {}
 
 
+def _session_definition(
+    layout: Layout, definition: Definition, registered: Registration | None, key: str | None
+) -> Definition:
+    """The definition the agent's session started under (its snapshot), found without the
+    session machinery: from the agent process regulator registered, else the hook's session
+    key. A session regulator knows nothing of runs under the definition in force."""
+    if registered is not None:
+        unit_id, attempt = registered.unit_id, registered.attempt or 1
+    elif key is not None and (latest := latest_session_unit(layout, key)) is not None:
+        unit_id, attempt = latest, 1
+    else:
+        return definition
+    return session_definition(layout, unit_id, attempt, definition)
+
+
 def _pre_tool_use(
     payload: Mapping[str, Any],
     layout: Layout,
     definition: Definition,
+    runs_under: Definition,
     env: Mapping[str, str],
     key: str | None,
     cwd: Path,
@@ -106,7 +128,7 @@ def _pre_tool_use(
     tool = str(payload.get("tool_name") or "")
     raw_input = payload.get("tool_input")
     tool_input: dict[str, Any] = raw_input if isinstance(raw_input, dict) else {}
-    rules = load_agent_effects(definition).agents.get(AGENT)
+    rules = load_agent_effects(runs_under).agents.get(AGENT)
     if rules is None:
         return {}
     verdict = classify(rules, tool, tool_input, layout.root)
@@ -125,7 +147,7 @@ def _pre_tool_use(
     session = find_session(layout, definition, agent=AGENT, env=env, key=key)
     session.cwd = cwd
     tools = session.tools()
-    paused = tools.state.paused
+    paused = tools.paused
     if paused is not None:
         return pre_tool_reply("ask", f"regulator: this session is paused ({paused}); decide here")
     try:

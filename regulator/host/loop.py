@@ -24,11 +24,13 @@ from pathlib import Path
 from typing import Literal
 
 from regulator.host import gitops
+from regulator.host.agent_process import run_registered
 from regulator.host.conventions import discover
 from regulator.host.delivery import route_and_deliver
 from regulator.host.identity import identity_text
 from regulator.host.leases import LeaseError, LeaseStore
 from regulator.host.prompt import Fact, render_prompt
+from regulator.host.session_definition import take_snapshot
 from regulator.host.sessions import SessionAdapter, SessionResult, SessionRun
 from regulator.host.thrash import ThrashDetector
 from regulator.host.tools import SessionTools
@@ -231,6 +233,8 @@ class Loop:
         if hint is None:
             hint = self.redispatch_hint(unit)
         started_at = now_iso(self.clock)
+        # The session's processes read the definition as it is now, whatever changes after.
+        take_snapshot(self.layout, unit_id, attempt, self.definition)
         self.store.set_status(unit_id, "dispatched")
         route = self.definition.budget.route_for(unit.unit_type)
         models = choose_models(route, self.models)
@@ -449,8 +453,14 @@ class Loop:
                     verdict, observation = "pass", f"no test command ({conventions.test_source})"
                 else:
                     try:
-                        done = subprocess.run(
-                            command, cwd=checkout, capture_output=True, text=True, timeout=900
+                        done = run_registered(
+                            self.layout,
+                            command,
+                            unit_id=unit_id,
+                            attempt=attempt,
+                            by="host-check",
+                            timeout=900,
+                            cwd=checkout,
                         )
                         output = (done.stdout + done.stderr).strip()
                         verdict = "pass" if done.returncode == 0 else "fail"
@@ -511,27 +521,39 @@ class Loop:
             self._route()
             return Outcome("blocked", unit, reason=result.blocked_reason)
         unit = self.store.set_status(unit_id, "closed")
-        self.verify_base(f"after reintegrating unit/{unit.unit_id}")
+        self.verify_base(f"after reintegrating unit/{unit.unit_id}", unit=unit)
         self._route()
         return Outcome("closed", unit, merged=result.sha)
 
-    def verify_base(self, when: str) -> bool:
+    def verify_base(self, when: str, *, unit: UnitRecord | None = None) -> bool:
         """After a merge, the base must still pass its tests; if not, every unit is held.
 
         When it passes again, S3 dispositions its own earlier findings that the base was red:
-        the evidence that raised them no longer holds.
+        the evidence that raised them no longer holds. After a unit's merge, the tests run as
+        that unit's (its agent wrote the code they run).
         """
         conventions = discover(self.layout.root)
         if conventions.test_command is None:
             return True
         try:
-            done = subprocess.run(
-                conventions.test_command,
-                cwd=self.layout.root,
-                capture_output=True,
-                text=True,
-                timeout=900,
-            )
+            if unit is not None:
+                done = run_registered(
+                    self.layout,
+                    conventions.test_command,
+                    unit_id=unit.unit_id,
+                    attempt=max(unit.attempts, 1),
+                    by="host-check",
+                    timeout=900,
+                    cwd=self.layout.root,
+                )
+            else:
+                done = subprocess.run(
+                    conventions.test_command,
+                    cwd=self.layout.root,
+                    capture_output=True,
+                    text=True,
+                    timeout=900,
+                )
         except (OSError, subprocess.TimeoutExpired) as exc:
             ok, output = False, str(exc)
         else:

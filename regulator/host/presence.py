@@ -16,10 +16,10 @@ import os
 import socket
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
+from regulator.host.agent_process import proc_stat, process_start
 from regulator.protocol.clock import Clock, now_iso, parse_iso, system_clock
 from regulator.protocol.entry import load_record
 from regulator.protocol.ours import Presence
@@ -27,34 +27,6 @@ from regulator.store import Layout, StoreError, read_bytes, remove_file, write_j
 
 HEARTBEAT_S = 2.0
 STALE_AFTER_S = 3 * HEARTBEAT_S
-
-
-@dataclass(frozen=True)
-class ProcStat:
-    state: str  # R, S, Z, …
-    parent: int
-    start: int  # clock ticks after boot
-
-
-def proc_stat(pid: int) -> ProcStat | None:
-    """Process ``pid``'s state, parent and start time, from ``/proc/<pid>/stat``; ``None``
-    where there is no such file (not Linux, or no such pid)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return None
-    # Field 2, the command name, is in parentheses and may itself hold spaces and ")".
-    fields = stat[stat.rfind(b")") + 1 :].split()
-    try:
-        return ProcStat(fields[0].decode("ascii"), int(fields[1]), int(fields[19]))
-    except (IndexError, ValueError, UnicodeDecodeError):
-        return None
-
-
-def process_start(pid: int) -> int | None:
-    """When process ``pid`` started, where ``/proc`` says; ``None`` elsewhere."""
-    stat = proc_stat(pid)
-    return stat.start if stat is not None else None
 
 
 def ended(record: Presence, host: str) -> bool:

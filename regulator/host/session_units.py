@@ -9,20 +9,19 @@ when. The unit is dispatched while the session runs and settled when it ends (Cl
 session that left a question unanswered stays blocked with its question owed, like any paused
 unit; one that did not is closed.
 
-Which unit a call belongs to: ``REGULATOR_UNIT`` when the loop started the agent; else the
-key in ``REGULATOR_SESSION``; else the session its agent process registered (the hook's
-``SessionStart`` records the agent's pid, and the MCP server, a child of the same agent, finds
-it among its ancestors); else a new session unit of its own.
+Which unit a call belongs to is :mod:`regulator.host.agent_session`'s to say.
 """
 
 from __future__ import annotations
 
-import re
-import uuid
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from regulator.host.session_definition import (
+    candidates,
+    take_snapshot,
+    unit_id_for,
+)
 from regulator.policy import Definition
 from regulator.policy.workload import Workload, load_workload
 from regulator.protocol.clock import Clock, now_iso, system_clock
@@ -30,12 +29,11 @@ from regulator.protocol.errors import Refused
 from regulator.protocol.execution import UnitRecord, WorkContract
 from regulator.rules.authority import process_os_user
 from regulator.rules.execution import ExecutionStore, UnitExists
+from regulator.rules.pause import attempt_questions
 from regulator.rules.regulatory_log import RegulatoryLog
-from regulator.rules.session_journal import SessionJournal
-from regulator.store import Layout, is_valid_unit_id
+from regulator.store import Layout
 
 SESSION_TYPE = "session"
-SESSION_ENV = "REGULATOR_SESSION"
 
 
 class SessionUnitError(Refused):
@@ -46,15 +44,6 @@ class SessionUnitError(Refused):
 class SessionUnit:
     unit_id: str
     created: bool
-
-
-def unit_id_for(key: str) -> str:
-    """``session-<key>``, with the key cut to what a unit id may hold."""
-    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", key).strip("-.")[:48] or uuid.uuid4().hex[:12]
-    unit_id = f"session-{cleaned}"
-    if not is_valid_unit_id(unit_id):
-        unit_id = f"session-{uuid.uuid4().hex[:12]}"
-    return unit_id
 
 
 def _session_type(workload: Workload) -> None:
@@ -93,18 +82,11 @@ def session_contract(
     )
 
 
-def _candidates(unit_id: str) -> Iterator[str]:
-    """``session-<key>``, then ``session-<key>-2``, ``-3``…: one unit per run of the session."""
-    yield unit_id
-    for n in range(2, 1000):
-        yield f"{unit_id}-{n}"
-
-
 def current_unit(layout: Layout, key: str, clock: Clock = system_clock) -> UnitRecord | None:
     """The latest session unit made for ``key`` (a resumed session gets a new one)."""
     store = ExecutionStore(layout, clock)
     latest = None
-    for candidate in _candidates(unit_id_for(key)):
+    for candidate in candidates(unit_id_for(key)):
         unit = store.find_unit(candidate)
         if unit is None:
             break
@@ -129,7 +111,7 @@ def start_session_unit(
     workload = load_workload(definition)
     _session_type(workload)
     store = ExecutionStore(layout, clock)
-    for unit_id in _candidates(unit_id_for(key)):
+    for unit_id in candidates(unit_id_for(key)):
         found = store.find_unit(unit_id)
         if found is not None:
             if found.status == "dispatched":
@@ -140,6 +122,8 @@ def start_session_unit(
             store.create_unit(contract, workload)
         except UnitExists:  # another process of the same session made it first
             return SessionUnit(unit_id, created=False)
+        # The definition in force now is the one this session runs under to its end.
+        take_snapshot(layout, unit_id, 1, definition)
         store.set_status(unit_id, "dispatched")
         return SessionUnit(unit_id, created=True)
     raise SessionUnitError(f"too many runs of session {key}")
@@ -164,14 +148,14 @@ def end_session_unit(layout: Layout, unit_id: str, *, clock: Clock = system_cloc
     if unit.status != "dispatched":
         return unit.status  # already settled: ending twice writes nothing
     attempt = unit.attempts + 1
-    state = SessionJournal(layout, unit_id, attempt).read()
+    paused = attempt_questions(layout.signals, unit_id, attempt).paused
     store.record_attempt(
         unit_id,
         contract_version=unit.contract.version,
         started_at=unit.created_at,
         ended_at=now_iso(clock),
-        outcome="paused" if state.paused else "no-report",
-        detail=state.paused or "the interactive session ended",
+        outcome="paused" if paused else "no-report",
+        detail=paused or "the interactive session ended",
     )
     if waiting:
         store.set_status(
@@ -184,8 +168,3 @@ def end_session_unit(layout: Layout, unit_id: str, *, clock: Clock = system_cloc
 
 def is_session_unit(unit: UnitRecord) -> bool:
     return unit.unit_type == SESSION_TYPE
-
-
-def key_from(env: Mapping[str, str]) -> str | None:
-    key = env.get(SESSION_ENV, "").strip()
-    return key or None

@@ -304,7 +304,7 @@ def post_tool_use(
     A hook must never fail the agent: anything we cannot place is ignored, and the reply is
     always empty (the tool has run; there is nothing left to allow or deny).
     """
-    from regulator.host.agent_session import SessionUnavailable, address_from, find_session
+    from regulator.host.agent_session import SessionUnavailable, find_session
 
     tool = str(payload.get("tool_name") or "")
     field_name = WRITE_TOOLS.get(tool)
@@ -315,9 +315,10 @@ def post_tool_use(
     if not isinstance(target, str) or not target:
         return {}
     try:
-        # The write happened whatever the unit's state: count it for the unit the environment
-        # names (`unit drive`), else for the session unit of this agent.
-        address = address_from(env)
+        # The write happened whatever the unit's state: count it for the unit the agent was
+        # registered for (`unit drive`), else for the session unit of this agent.
+        session = find_session(layout, definition, agent="claude-code", env=env, key=key)
+        address = session.address
         if address is not None:
             unit = ExecutionStore(layout, clock).find_unit(address.unit_id)
             if unit is None:
@@ -325,7 +326,6 @@ def post_tool_use(
             unit_id = unit.unit_id
             attempt = address.attempt if address.attempt is not None else unit.attempts + 1
         else:
-            session = find_session(layout, definition, agent="claude-code", env=env, key=key)
             session.cwd = cwd
             tools = session.tools()
             unit_id, attempt = tools.unit_id, tools.attempt

@@ -8,6 +8,7 @@ it learns them before it is refused by them.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, get_args
 
@@ -24,7 +25,7 @@ class ToolSpec:
 
 
 def _evidence() -> dict[str, Any]:
-    return {"type": "array", "items": EvidenceRef.model_json_schema(by_alias=True)}
+    return {"type": "array", "items": EvidenceRef.model_json_schema(by_alias=True), "maxItems": 50}
 
 
 def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -36,7 +37,13 @@ def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     }
 
 
-_TEXT = {"type": "string", "minLength": 1}
+def _text(most: int) -> dict[str, Any]:
+    """A string of 1 to ``most`` characters, not all blank."""
+    return {"type": "string", "minLength": 1, "maxLength": most, "pattern": r"\S"}
+
+
+_TEXT = _text(4000)
+_SUBJECT = _text(200)
 
 
 def _specs() -> dict[str, ToolSpec]:
@@ -89,20 +96,20 @@ def _specs() -> dict[str, ToolSpec]:
                         "type": "string",
                         "enum": ["recap", "choice", "clarification", "consent", "uat"],
                     },
-                    "subject": {**_TEXT, "description": "what the question is about"},
+                    "subject": {**_SUBJECT, "description": "what the question is about"},
                     "question": {
                         **_TEXT,
                         "description": "the question, with what you would do under each answer",
                     },
                     "options": {
                         "type": "array",
-                        "items": _TEXT,
+                        "items": _SUBJECT,
                         "minItems": 2,
                         "maxItems": 6,
                         "description": "for a choice: two to six options",
                     },
                     "action": {
-                        **_TEXT,
+                        **_text(1000),
                         "description": "for consent: the irreversible action a yes authorizes",
                     },
                     "evidence": _evidence(),
@@ -114,7 +121,7 @@ def _specs() -> dict[str, ToolSpec]:
             "notify_owner",
             "Send one message to the unit's owner, outside the repository. The same message "
             "is sent once: sending it again on purpose needs different words.",
-            _object({"message": {"type": "string", "minLength": 1, "maxLength": 500}}, ["message"]),
+            _object({"message": _text(500)}, ["message"]),
         ),
         ToolSpec(
             "remember",
@@ -122,11 +129,16 @@ def _specs() -> dict[str, ToolSpec]:
             "identity). reviewBy is required, in the future and at most 90 days out.",
             _object(
                 {
-                    "subject": _TEXT,
+                    "subject": _SUBJECT,
                     "note": _TEXT,
                     "evidence": _evidence(),
-                    "reviewBy": {**_TEXT, "description": "ISO date, at most 90 days out"},
-                    "scope": {"type": "array", "items": _TEXT, "description": "unit types"},
+                    "reviewBy": {**_text(40), "description": "ISO date, at most 90 days out"},
+                    "scope": {
+                        "type": "array",
+                        "items": _text(64),
+                        "maxItems": 50,
+                        "description": "unit types",
+                    },
                 },
                 ["subject", "note", "reviewBy"],
             ),
@@ -137,15 +149,15 @@ def _specs() -> dict[str, ToolSpec]:
             "At least one piece of evidence; the router opens one obligation per affected unit.",
             _object(
                 {
-                    "subject": _TEXT,
+                    "subject": _SUBJECT,
                     "claim": _TEXT,
                     "observation": _TEXT,
                     "confidence": {"type": "string", "enum": list(get_args(Confidence))},
                     "reportedSeverity": {"type": "string", "enum": list(SEVERITIES)},
                     "evidence": {**_evidence(), "minItems": 1},
-                    "affectedUnits": {"type": "array", "items": _TEXT},
-                    "observedAt": _TEXT,
-                    "expiresAt": _TEXT,
+                    "affectedUnits": {"type": "array", "items": _text(200), "maxItems": 100},
+                    "observedAt": _text(40),
+                    "expiresAt": _text(40),
                 },
                 ["subject", "observation", "evidence"],
             ),
@@ -156,7 +168,10 @@ def _specs() -> dict[str, ToolSpec]:
             "S5, and a person who may act as S5 decides it.",
             _object(
                 {
-                    "subject": {**_TEXT, "description": "a path, an invariant or a policy field"},
+                    "subject": {
+                        **_SUBJECT,
+                        "description": "a path, an invariant or a policy field",
+                    },
                     "rationale": _TEXT,
                     "requestedChange": {"description": "any JSON value"},
                     "evidence": _evidence(),
@@ -169,3 +184,93 @@ def _specs() -> dict[str, ToolSpec]:
 
 
 CATALOG: dict[str, ToolSpec] = _specs()
+
+
+# The whole of one call's arguments, encoded: far above any honest call, far below what would
+# burden the log and every reader of it.
+MAX_ARGUMENTS_BYTES = 256 * 1024
+
+_TYPES: dict[str, tuple[type, ...]] = {
+    "object": (dict,),
+    "array": (list,),
+    "string": (str,),
+    "boolean": (bool,),
+    "integer": (int,),
+    "number": (int, float),
+    "null": (type(None),),
+}
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, str):
+        return f"a string of {len(value)} characters"
+    if isinstance(value, bool) or value is None:
+        return "true" if value is True else "false" if value is False else "null"
+    if isinstance(value, int | float):
+        return repr(value)
+    return f"an {type(value).__name__}" if isinstance(value, dict | list) else "a value"
+
+
+def _problem(schema: dict[str, Any], value: Any, where: str, root: dict[str, Any]) -> str | None:
+    """The first way ``value`` breaks ``schema`` (the subset of JSON Schema the catalog uses)."""
+    if "$ref" in schema:
+        name = str(schema["$ref"]).rsplit("/", 1)[-1]
+        return _problem(root.get("$defs", {})[name], value, where, root)
+    if "anyOf" in schema:
+        problems = [_problem(s, value, where, root) for s in schema["anyOf"]]
+        return None if None in problems else problems[0]
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        wanted = _TYPES[kind]
+        is_bool = isinstance(value, bool)
+        if not isinstance(value, wanted) or (is_bool and kind in ("integer", "number")):
+            article = "an" if kind[0] in "aeio" else "a"
+            return f"{where}: must be {article} {kind}, not {_describe(value)}"
+    if "enum" in schema and value not in schema["enum"]:
+        return f"{where}: must be one of {', '.join(map(str, schema['enum']))}"
+    if isinstance(value, str):
+        if len(value) < schema.get("minLength", 0):
+            return f"{where}: must not be empty"
+        if "maxLength" in schema and len(value) > schema["maxLength"]:
+            return f"{where}: at most {schema['maxLength']} characters, not {len(value)}"
+        if "pattern" in schema and not re.search(schema["pattern"], value):
+            return (
+                f"{where}: must not be blank"
+                if schema["pattern"] == r"\S"
+                else f"{where}: must match {schema['pattern']}"
+            )
+    if isinstance(value, list):
+        if len(value) < schema.get("minItems", 0):
+            return f"{where}: at least {schema['minItems']} item(s), not {len(value)}"
+        if "maxItems" in schema and len(value) > schema["maxItems"]:
+            return f"{where}: at most {schema['maxItems']} item(s), not {len(value)}"
+        items = schema.get("items")
+        for i, item in enumerate(value if isinstance(items, dict) else []):
+            found = _problem(items, item, f"{where}[{i}]", root)  # type: ignore[arg-type]
+            if found:
+                return found
+    if isinstance(value, dict):
+        properties: dict[str, Any] = schema.get("properties", {})
+        for name in schema.get("required", []):
+            if name not in value:
+                return f"{where}.{name}: required" if where else f"{name}: required"
+        for name, item in value.items():
+            place = f"{where}.{name}" if where else str(name)
+            if name not in properties:
+                if schema.get("additionalProperties") is False:
+                    return f"{place}: not an argument of this tool"
+                continue
+            found = _problem(properties[name], item, place, root)
+            if found:
+                return found
+    return None
+
+
+def input_problem(name: str, arguments: dict[str, Any], encoded_size: int) -> str | None:
+    """Why ``arguments`` are not what tool ``name`` takes (its input schema), or ``None``."""
+    if encoded_size > MAX_ARGUMENTS_BYTES:
+        return f"the arguments are {encoded_size} bytes; at most {MAX_ARGUMENTS_BYTES} are taken"
+    if name == "report_result":
+        return None  # the report's own model checks it, naming every field (validate_record)
+    schema = CATALOG[name].input_schema
+    return _problem(schema, arguments, "", schema)

@@ -23,6 +23,7 @@ import orjson
 from regulator.host.conventions import discover
 from regulator.host.delivery import route_and_deliver
 from regulator.host.presence import present
+from regulator.host.tool_catalog import input_problem
 from regulator.host.worktree import head_of, is_dirty
 from regulator.policy import Definition, PolicyError
 from regulator.protocol.clock import Clock, now_iso, system_clock
@@ -46,6 +47,7 @@ from regulator.rules.effect_journal import EffectJournal, effect_key
 from regulator.rules.execution import ExecutionStore, check_result_report
 from regulator.rules.ledger import Ledger
 from regulator.rules.memory_store import MemoryStore
+from regulator.rules.pause import AttemptQuestions, attempt_questions
 from regulator.rules.recovery import cause_from_error
 from regulator.rules.session_journal import Run, SessionJournal, SessionState
 from regulator.store import Layout, RecordNotFound, locked_log, read_bytes
@@ -74,6 +76,13 @@ class ToolRefused(Refused):
     """What the tool tells the agent instead of doing it."""
 
 
+def _paused_message(paused: str) -> str:
+    return (
+        f"paused: {paused}. Only pure reads remain in this attempt; "
+        "a person will answer with `regulator answer`. Stop here."
+    )
+
+
 def _size(path: Path) -> int:
     try:
         return path.lstat().st_size
@@ -100,9 +109,14 @@ def _split_note(request: InteractionRequest, recorded: str) -> tuple[str, str]:
 def answer_result(
     request: InteractionRequest, answered: dict[str, Any], resolved: dict[str, Any] | None
 ) -> dict[str, Any]:
-    """What the agent is told of a person's answer: the decision, and every word they added."""
-    by = str(answered.get("by", "?"))
+    """What the agent is told of a person's answer: the decision, and every word they added.
+
+    Every word is made inert (``visible``): it reaches an agent's terminal and its model, and a
+    control character in a note must arrive as text, not as an escape a JSON parser restores.
+    """
+    by = visible(str(answered.get("by", "?")))
     text, note = _split_note(request, str(answered.get("answer") or ""))
+    text, note = visible(text), visible(note)
     disposition = resolved.get("disposition") if resolved is not None else None
     result: dict[str, Any] = {
         "answered": True,
@@ -169,8 +183,18 @@ class SessionTools:
 
     @property
     def state(self) -> SessionState:
-        """What the gates know, read afresh: another process of this attempt may have asked."""
+        """The runs and the report of this attempt, read afresh: another process of this
+        attempt may have run the tests."""
         return self.journal.read()
+
+    def questions(self) -> AttemptQuestions:
+        """This attempt's own blocking questions, from the regulatory log: the pause and the
+        attention budget hold whatever happened to any journal or waiting process."""
+        return attempt_questions(self.layout.signals, self.unit_id, self.attempt)
+
+    @property
+    def paused(self) -> str | None:
+        return self.questions().paused
 
     def _budget_halted(self) -> str | None:
         if self.guard is not None:
@@ -201,6 +225,9 @@ class SessionTools:
         self._local.host_asked = host_asked
         try:
             self._gate(name)
+            problem = input_problem(name, args, len(orjson.dumps(args)))
+            if problem is not None:
+                raise ToolRefused(f"{name}: {problem}")
             handler = getattr(self, f"_tool_{name}")
             result: dict[str, Any] = handler(args)
             return result
@@ -219,16 +246,28 @@ class SessionTools:
             raise ToolRefused(f"{name} is not granted to unit type {self.contract.unit_type}")
         if effect == "read-only":
             return
-        if self.state.paused is not None:
-            raise ToolRefused(
-                f"paused: {self.state.paused}. Only pure reads remain in this attempt; "
-                "a person will answer with `regulator answer`. Stop here."
-            )
+        self._in_progress()
+        paused = self.paused
+        if paused is not None:
+            raise ToolRefused(_paused_message(paused))
         halted = self._budget_halted()
         if halted is not None:
             raise ToolRefused(
                 f"the budget guard halted this attempt ({halted}); "
                 "no tool with an effect runs any more"
+            )
+
+    def _in_progress(self) -> None:
+        """Nothing is recorded for an attempt that is not the one running: not a report, an
+        effect or a question of an attempt that ended (or has not begun)."""
+        unit = self.store.find_unit(self.unit_id)
+        if unit is None or unit.status != "dispatched" or unit.attempts + 1 != self.attempt:
+            now: str = "gone" if unit is None else unit.status
+            if unit is not None and unit.status == "dispatched":
+                now = f"in attempt {unit.attempts + 1}"
+            raise ToolRefused(
+                f"attempt {self.attempt} of unit {self.unit_id} is not in progress (the unit is "
+                f"{now}); nothing is recorded for it"
             )
 
     def _observe(self, tool: str, message: str) -> None:
@@ -367,50 +406,48 @@ class SessionTools:
         cap = policy.attention.blocking_per_attempt if policy is not None else 0
         someone = bool(present(self.layout, self.clock)) and policy is not None
         asking_now = someone and self.wait_for_person
-        # Under the journal's lock: two processes of this attempt cannot both pass the cap.
-        with self.journal.locked() as (state, append):
-            # Without a valid policy nobody is asked and every question pauses (the original's
-            # rule), so the cap is not what refuses it.
-            if waits and not host and policy is not None and state.blocking_asked >= cap:
-                instead = (
-                    "Record the decision as residualUncertainty in your report, where the "
-                    "routing policy decides what it costs, or offer it as a recap"
-                    if self.contracted
-                    else "Decide it yourself where it is reversible and offer it as a recap"
-                )
-                raise ToolRefused(
-                    f"the attention budget is spent: {cap} blocking question(s) per attempt. "
-                    f"{instead}"
-                )
-            with self.ledger.transaction() as txn:
-                asked = ask_in(
-                    txn,
-                    policy,
-                    kind=kind,
-                    subject=str(args.get("subject", "")),
-                    question=str(args.get("question", "")),
-                    options=args.get("options"),
-                    action=args.get("action"),
-                    evidence=[
-                        {**e, "sourceRevision": head_of(self.worktree)}
-                        for e in args.get("evidence", [])
-                    ],
-                    unit=self.unit_id,
-                    attempt=self.attempt,
-                    channel="tui" if asking_now else "none",
-                )
-                # The log's lock is held and our lines are not written yet: any answer lands
-                # after this offset, so the wait reads only what is appended from here.
-                since = _size(self.layout.signals)
-            # A consent the host asks for an agent's own tool call (a hook) is the host's
-            # question, not the unit's: it spends none of the unit's attention budget.
-            append(
-                {
-                    "event": "asked",
-                    "obligation": asked.obligation.id,
-                    "blocking": waits and not host,
-                }
+        # Under the log's lock, counted from the log: two processes of this attempt cannot
+        # both pass the attention budget, and the count is the record's, not a journal's.
+        with self.ledger.transaction() as txn:
+            if waits and not host:
+                mine = self.questions()
+                if mine.paused is not None:
+                    raise ToolRefused(_paused_message(mine.paused))
+                # Without a valid policy nobody is asked and every question pauses (the
+                # original's rule), so the cap is not what refuses it.
+                if policy is not None and mine.blocking_asked >= cap:
+                    instead = (
+                        "Record the decision as residualUncertainty in your report, where the "
+                        "routing policy decides what it costs, or offer it as a recap"
+                        if self.contracted
+                        else "Decide it yourself where it is reversible and offer it as a recap"
+                    )
+                    raise ToolRefused(
+                        f"the attention budget is spent: {cap} blocking question(s) per "
+                        f"attempt. {instead}"
+                    )
+            asked = ask_in(
+                txn,
+                policy,
+                kind=kind,
+                subject=str(args.get("subject", "")),
+                question=str(args.get("question", "")),
+                options=args.get("options"),
+                action=args.get("action"),
+                evidence=[
+                    {**e, "sourceRevision": head_of(self.worktree)}
+                    for e in args.get("evidence", [])
+                ],
+                unit=self.unit_id,
+                attempt=self.attempt,
+                channel="tui" if asking_now else "none",
+                # A consent the host asks for an agent's own tool call (a hook) is the host's
+                # question, not the unit's: it spends none of the unit's attention budget.
+                raised_by="S3" if host else "S1",
             )
+            # The log's lock is held and our lines are not written yet: any answer lands
+            # after this offset, so the wait reads only what is appended from here.
+            since = _size(self.layout.signals)
         request = asked.request
         outcome = "unavailable"
         if asking_now and request.timeout_ms > 0:
@@ -419,7 +456,9 @@ class SessionTools:
                 return answered
             outcome = "cancelled" if self._cancelled() else "timed-out"
         with self.ledger.transaction() as txn:
-            txn.answer_interaction(request.id, outcome=outcome, by="S1", channel="none")
+            txn.answer_interaction(
+                request.id, outcome=outcome, by="S3" if host else "S1", channel="none"
+            )
         if not self.contracted:
             # No loop step follows a session unit's question: deliver it now (the outbox,
             # and the owners' channels), so it reaches someone who is not in the room.
@@ -443,14 +482,7 @@ class SessionTools:
                 "continue": True,
                 "message": f"recap recorded for a person ({short}); continue with reversible work",
             }
-        self.journal.append(
-            {
-                "event": "paused",
-                "at": now_iso(self.clock),
-                "obligation": asked.obligation.id,
-                "reason": f"{kind} unanswered: {visible(request.subject)} (obligation {short})",
-            }
-        )
+        # The recorded silence is the pause (the log holds it): nothing else needs writing.
         silence = " Silence is not consent: do NOT perform the action." if kind == "consent" else ""
         return {
             "answered": False,

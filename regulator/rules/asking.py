@@ -58,8 +58,14 @@ def ask_in(
     unit: str | None = None,
     attempt: int | None = None,
     channel: str = "none",
+    raised_by: str = "S1",
 ) -> Asked:
-    """Open the obligation and record the request inside an open transaction."""
+    """Open the obligation and record the request inside an open transaction.
+
+    ``raised_by``: S1 when the unit asks (``ask_human``); S3 when the host asks a person about
+    one of the agent's own tool calls (a hook), which neither pauses the unit nor spends its
+    attention budget (:mod:`regulator.rules.pause`).
+    """
     check_question(kind, options, action)
     severity = severity_for_kind(kind)  # type: ignore[arg-type]
     obligation = txn.open(
@@ -71,7 +77,7 @@ def ask_in(
         consumer="human",
         blocks=not CONTINUES_WITHOUT_ANSWER[kind],  # type: ignore[index]
         question=question,
-        opened_by="S1",
+        opened_by=raised_by,
     )
     request = InteractionRequest.model_validate(
         {
@@ -86,14 +92,14 @@ def ask_in(
             "attempt": attempt,
             "obligationId": obligation.id,
             "evidence": evidence or [],
-            "raisedBy": "S1",
+            "raisedBy": raised_by,
             "raisedAt": txn.now,
             # Without a policy nobody is asked: the original records 0.
             "timeoutMs": policy.timeouts_ms.for_kind(kind) if policy is not None else 0,
             "channel": channel,
         }
     )
-    txn.request_interaction(request, by="S1")
+    txn.request_interaction(request, by=raised_by)
     return Asked(obligation, request)
 
 

@@ -1,16 +1,18 @@
-"""What the session gates know about one attempt, kept on disk: ``sessions/<unit>/a<N>.ndjson``.
+"""What a session did that the report check rests on: ``sessions/<unit>/a<N>.ndjson``.
 
 An attempt's tools are called from more than one process: the MCP server the agent started,
 ``regulator tool`` run once per call from a shell, and ``regulator hook`` for the agent's own
-tools. The pause gate and the attention budget must hold across all of them, so what the gates
-know (questions asked, the pause, the test runs a report may cite, whether a report was made)
-is an append-only journal of our own, folded on every call. The original has no such file.
+tools. The test runs a report may cite, and whether a report was made, must be known to all of
+them, so they are an append-only journal of our own, folded on every call. The original has no
+such file.
+
+The pause and the attention budget are not kept here: they are read from the regulatory log
+(:mod:`regulator.rules.pause`), so that emptying or deleting this file loosens nothing. Losing
+it only loses the runs a report could cite, which makes the report check stricter.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,11 +39,8 @@ class Run:
 class SessionState:
     """The fold of one attempt's journal."""
 
-    paused: str | None = None
-    blocking_asked: int = 0
     reported: bool = False
     runs: list[Run] = field(default_factory=list)
-    asked: list[str] = field(default_factory=list)  # obligation ids this attempt opened
 
     def apply(self, event: dict[str, Any]) -> None:
         kind = event.get("event")
@@ -57,14 +56,6 @@ class SessionState:
                     at=str(event.get("at", "")),
                 )
             )
-        elif kind == "asked":
-            self.asked.append(str(event.get("obligation", "")))
-            if event.get("blocking") is True:
-                self.blocking_asked += 1
-        elif kind == "paused":
-            # The first pause stands: nothing in the attempt lifts it.
-            if self.paused is None:
-                self.paused = str(event.get("reason", "a question went unanswered"))
         elif kind == "reported":
             self.reported = True
 
@@ -98,20 +89,5 @@ class SessionJournal:
             return SessionState()
 
     def append(self, event: dict[str, Any]) -> None:
-        with self.locked() as (_, append):
-            append(event)
-
-    @contextmanager
-    def locked(self) -> Iterator[tuple[SessionState, Callable[[dict[str, Any]], None]]]:
-        """The state as it stands under the journal's lock, and a way to append to it.
-
-        Two processes of one attempt asking at once cannot both pass the attention budget.
-        """
         with locked_log(self.path) as log:
-            state = self.read()
-
-            def append(event: dict[str, Any]) -> None:
-                log.append([orjson.dumps(event)])
-                state.apply(event)
-
-            yield state, append
+            log.append([orjson.dumps(event)])

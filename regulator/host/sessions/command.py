@@ -21,8 +21,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from regulator.host.agent_process import spawn, unregister
 from regulator.host.sessions import SessionAdapter, SessionResult, SessionRun
 from regulator.policy.workload import SessionSpec
+from regulator.store import Layout
 
 
 def usage_from_line(line: str, fmt: str) -> dict[str, Any] | None:
@@ -99,9 +101,17 @@ class CommandAdapter(SessionAdapter):
         }
         argv = [part.format(**values) for part in self.spec.command or []]
         env = {**os.environ, **mcp_config(run)["mcpServers"]["regulator"]["env"]}
+        layout = Layout(run.instance_root)
         try:
-            proc = subprocess.Popen(
+            # Registered as this unit's attempt before it runs: which unit every process it
+            # starts acts for comes from that record, not from the variables above.
+            proc = spawn(
+                layout,
                 argv,
+                unit_id=run.contract.unit_id,
+                attempt=run.attempt,
+                agent=Path(argv[0]).name,
+                by="loop",
                 cwd=run.worktree,
                 env=env,
                 stdout=subprocess.PIPE,
@@ -111,6 +121,14 @@ class CommandAdapter(SessionAdapter):
             )
         except OSError as exc:
             return SessionResult(session_id, error=f"command not found: {argv[0]} ({exc.strerror})")
+        try:
+            return self._watch(run, proc, argv, session_id)
+        finally:
+            unregister(layout, proc.pid)
+
+    def _watch(
+        self, run: SessionRun, proc: subprocess.Popen[str], argv: list[str], session_id: str
+    ) -> SessionResult:
         stderr: list[str] = []
         drain = threading.Thread(target=lambda: stderr.extend(proc.stderr or []), daemon=True)
         drain.start()
