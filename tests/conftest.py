@@ -16,6 +16,32 @@ os.environ.setdefault("GIT_AUTHOR_EMAIL", "tests@regulator.invalid")
 os.environ.setdefault("GIT_COMMITTER_NAME", "regulator-tests")
 os.environ.setdefault("GIT_COMMITTER_EMAIL", "tests@regulator.invalid")
 
+# A person's act is refused inside an agent's session (regulator.host.person_acts), and the
+# session's variables are how the environment says so. A suite started from a shell that has
+# them (a developer's terminal inside Claude Code, a driven unit's session) would have every
+# person's act of the tests refused: the tests are the person here, and the agents they play
+# set these variables themselves where they need them. What was found is said in the header.
+AGENT_MARKERS = ("REGULATOR_UNIT", "REGULATOR_ATTEMPT", "REGULATOR_SESSION", "CLAUDECODE")
+_CLEARED = {name: os.environ.pop(name) for name in AGENT_MARKERS if name in os.environ}
+
+
+def pytest_report_header() -> list[str]:
+    """Where the suite runs, when that is inside an agent: an agent process among its ancestors
+    cannot be cleared, so the tests that run a person's act are refused there, by design."""
+    from regulator.host.agent_process import known_agent_ancestor
+
+    lines = []
+    if _CLEARED:
+        lines.append(f"regulator: cleared the agent session's variables {', '.join(_CLEARED)}")
+    found = known_agent_ancestor()
+    if found is not None:
+        lines.append(
+            f"regulator: this suite runs inside agent process {found[0]} ({found[1]}): every "
+            "test that performs a person's act will be refused (docs/agents.md); run the "
+            "suite from a terminal of your own"
+        )
+    return lines
+
 
 def git(cwd: Path, *args: str) -> str:
     return subprocess.run(

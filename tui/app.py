@@ -166,6 +166,8 @@ class RoomApp(App[None]):
         self.roots = list(roots)
         self._definition = definition
         self._models: list[InstanceModel] | None = None
+        # Why nobody may act from this room (it runs inside an agent's session), once read.
+        self._refusal: tuple[str | None] | None = None
         self._models_lock = threading.Lock()
         self._main: MainScreen | None = None
         self.open_error: Exception | None = None
@@ -470,7 +472,7 @@ class RoomApp(App[None]):
         from regulator.host.presence import Heartbeat, PresenceFile
 
         self._stop_presence()
-        if not self.presence_on or self.person is None:
+        if not self.presence_on or self.person is None or self.acting_refusal is not None:
             return  # looking only: no session should wait for an answer from here
         files = [
             PresenceFile(m.layout, self.person, self.clock) for m in self.models if not m.remote
@@ -681,14 +683,48 @@ class RoomApp(App[None]):
         return os_user()
 
     @property
+    def acting_refusal(self) -> str | None:
+        """Why nobody may act from this room, in one line: it runs inside an agent's session
+        (its environment, or an agent process among its ancestors); ``None`` when it does not.
+        Read once: where a process runs does not change while it runs."""
+        if self._refusal is None:
+            from regulator.host.person_acts import FROM_ROOM, inside_agent, refusal
+
+            environ = os.environ if self._env is None else self._env
+            layouts = [m.layout for m in self.models if not m.remote]
+            why = inside_agent(layouts, env=environ)
+            self._refusal = (None if why is None else refusal(why, FROM_ROOM),)
+        return self._refusal[0]
+
+    @property
     def actor(self) -> Actor:
+        """Who acts, for provenance: every act of the room is made with it, so a room inside
+        an agent's session is refused here, before a dialog opens or anything is written."""
         from regulator.rules.ledger import Actor
 
+        refused = self.acting_refusal
+        if refused is not None:
+            from regulator.host.person_acts import InsideAgent
+
+            raise InsideAgent(refused)
         return Actor(via="room", os_user=self.os_user)
+
+    def _acting(self) -> Actor | None:
+        """The actor, or ``None`` with the refusal said where the room says one."""
+        from regulator.host.person_acts import InsideAgent
+        from regulator.protocol.errors import message_of
+
+        try:
+            return self.actor
+        except InsideAgent as exc:
+            self.notify(message_of(exc), title="refused", severity="error", markup=False)
+            return None
 
     def grants_text(self) -> str:
         from .model import grants
 
+        if self.acting_refusal is not None:
+            return "looking only: this room runs inside an agent's session"
         policy = self.models[0].interaction_policy() if self.models else None
         return grants(policy.person(self.person) if policy and self.person else None)
 
@@ -845,7 +881,9 @@ class RoomApp(App[None]):
 
         model, o = self.lookup(key)
         self.new.discard(key)
-        if self.person is not None and not model.remote:  # no receipt is written here for a host
+        # No receipt is written here for a host, nor by a room inside an agent's session: a
+        # receipt says a person saw the obligation.
+        if self.person is not None and not model.remote and self.acting_refusal is None:
             receipt = Receipt(
                 obligation_id=o.id, person=self.person, at=iso(self.clock()), via="room"
             )
@@ -907,6 +945,9 @@ class RoomApp(App[None]):
     def open_dialog(self, which: str) -> None:
         from .dialogs import AcknowledgeDialog, AnswerDialog, EscalateDialog, ResolveDialog
 
+        actor = self._acting()
+        if actor is None:
+            return
         selected = self.selected()
         if selected is None:
             self.notify("select an obligation first", severity="warning")
@@ -926,7 +967,7 @@ class RoomApp(App[None]):
             "resolve": ResolveDialog,
             "acknowledge": AcknowledgeDialog,
             "escalate": EscalateDialog,
-        }[which](model, o, self.person, self.actor)
+        }[which](model, o, self.person, actor)
         self.push_screen(dialog, partial(self._dialog_done, model))
 
     def _dialog_done(self, model: InstanceModel, done: Done | None) -> None:
@@ -941,6 +982,9 @@ class RoomApp(App[None]):
 
         from .dialogs import RemediateDialog, ReplanDialog, edit_contract, waits_on
 
+        actor = self._acting()
+        if actor is None:
+            return
         selected = self.selected()
         if selected is None or self.person is None:
             self.notify("select an obligation, acting as someone (P)", severity="warning")
@@ -956,7 +1000,7 @@ class RoomApp(App[None]):
             self.notify(message_of(exc), title=which, severity="error")
             return
         if which == "remediate":
-            dialog: ObligationDialog = RemediateDialog(model, o, self.person, self.actor, loop=loop)
+            dialog: ObligationDialog = RemediateDialog(model, o, self.person, actor, loop=loop)
             self.push_screen(dialog, partial(self._recovered, model, loop, unit_id, False))
             return
         edited, why = edit_contract(self, current)
@@ -964,7 +1008,7 @@ class RoomApp(App[None]):
             self.notify(why, title="replan", severity="warning")
             return
         dialog = ReplanDialog(
-            model, o, self.person, self.actor, loop=loop, current=current, edited=edited
+            model, o, self.person, actor, loop=loop, current=current, edited=edited
         )
         self.push_screen(dialog, partial(self._recovered, model, loop, unit_id, True))
 

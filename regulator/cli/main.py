@@ -381,17 +381,34 @@ PERSON_ENV = "REGULATOR_PERSON"
 
 
 def _by(parser: argparse.ArgumentParser) -> None:
+    """The command is a person's act: it takes ``--by``, and is refused inside an agent."""
     parser.add_argument(
         "--by",
         metavar="WHO",
         help=f"the person acting, as the policy names them (default: ${PERSON_ENV})",
     )
-    parser.set_defaults(_needs_person=True)
+    parser.set_defaults(_person_act=True)
+
+
+def _not_inside_agent(args: argparse.Namespace) -> None:
+    """A person's act is refused from inside an agent's session, before anything is read or
+    written: every command that takes ``--by`` passes here (docs/agents.md)."""
+    if not getattr(args, "_person_act", False):
+        return
+    from regulator.cli.context import layout
+    from regulator.cli.errors import CliError
+    from regulator.host.person_acts import refuse_inside_agent
+
+    try:
+        layouts = [layout(args)]
+    except CliError:  # no instance: nobody's agents are registered; the command says why
+        layouts = []
+    refuse_inside_agent(layouts)
 
 
 def _person(args: argparse.Namespace) -> None:
     """``--by`` defaults to $REGULATOR_PERSON, as the room's person does; one must be given."""
-    if getattr(args, "_needs_person", False) and not args.by:
+    if getattr(args, "_person_act", False) and not args.by:
         args.by = os.environ.get(PERSON_ENV, "").strip() or None
         if args.by is None:
             raise UsageError(f"--by WHO is required (or set ${PERSON_ENV})")
@@ -703,6 +720,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         getattr(args, "_parser", parser).print_help(sys.stderr)
         return 2
     try:
+        _not_inside_agent(args)
         _person(args)
         return _run(handler, args)
     except UsageError as exc:

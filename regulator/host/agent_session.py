@@ -35,8 +35,8 @@ from regulator.host.agent_process import (
     registered_ancestor,
     unregister,
 )
-from regulator.host.environment import ATTEMPT_ENV, UNIT_ENV
-from regulator.host.session_definition import SESSION_ENV, key_from, names_unit, session_definition
+from regulator.host.environment import ATTEMPT_ENV, SESSION_ENV, UNIT_ENV
+from regulator.host.session_definition import key_from, names_unit, session_definition
 from regulator.host.session_units import (
     SESSION_TYPE,
     SessionUnitError,

@@ -12,3 +12,7 @@ INSTANCE_ENV = "REGULATOR_INSTANCE"
 UNIT_ENV = "REGULATOR_UNIT"
 #: That unit's attempt.
 ATTEMPT_ENV = "REGULATOR_ATTEMPT"
+#: The key of an agent's session unit (``regulator session start``, ``ask``, ``tool``, ``mcp``).
+SESSION_ENV = "REGULATOR_SESSION"
+#: Set (to 1) by Claude Code in the environment of the commands it runs.
+CLAUDE_CODE_ENV = "CLAUDECODE"

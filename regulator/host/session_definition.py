@@ -21,13 +21,13 @@ import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from regulator.host.environment import SESSION_ENV
 from regulator.policy import POLICY_KINDS, Definition
 from regulator.policy.agent_effects import effects_path
 from regulator.policy.loader import read_definition_text
 from regulator.policy.workload import is_original_format, workload_path
 from regulator.store import Layout, is_valid_unit_id, write_text_atomic
 
-SESSION_ENV = "REGULATOR_SESSION"
 _COMPLETE = "complete"
 
 
