@@ -5,6 +5,8 @@ the unit driven again on a worker thread.
 
 from __future__ import annotations
 
+import json
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -14,15 +16,19 @@ from typing import Any
 import pytest
 from textual.widgets import Button, Input
 
+from regulator.host.demo import contract
 from regulator.host.loop import Loop
+from regulator.rules.audit_log import AuditLog
 from regulator.rules.execution import ExecutionStore
 from regulator.store import Layout
 from tui.app import MainScreen, RoomApp
 from tui.dialogs import DriveConfirm, RemediateDialog, ReplanDialog
 from tui.screens.inspector import UnitInspector
 
+from .conftest import git
 from .room_fixture import settled
 from .test_loop import SILENT, loop_for, project
+from .test_original_definitions import ORIGINAL
 from .test_remediate_clarify import driven_once
 from .test_replan import CLOSES, _state
 
@@ -105,6 +111,54 @@ async def test_a_remediation_recorded_in_the_room_drives_the_unit_again_to_close
     assert log.obligations[o.id].disposition == "fixed"
     prompt = (Layout(project).unit_dir("docs") / "prompt.a2.md").read_text()
     assert "resolved by alice as fixed: remediated: installed mkdocs" in prompt
+
+
+async def test_a_remediation_of_an_original_unit_type_asks_before_driving_what_is_not_enforced(
+    project: Path,
+) -> None:
+    # The original's definition: `implement` has checks regulator does not run, so the room
+    # names them and drives only on the person's yes, which the verdict records.
+    shutil.rmtree(project / "regulator", ignore_errors=True)  # a policy init may have written
+    shutil.copytree(ORIGINAL, project / "regulator")
+    recovery = project / "regulator" / "policies" / "recovery.json"
+    policy = json.loads(recovery.read_text())
+    policy["rules"] = [{"cause": "no-report", "actions": ["remediate"]}]
+    recovery.write_text(json.dumps(policy))
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "the original's definition")
+    writes = {
+        "steps": [
+            {"edit": {"path": "src/notes.py", "content": "NOTES = 1\n"}},
+            {"commit": "notes"},
+            {"report": {"summary": "done"}},
+        ]
+    }
+    loop = loop_for(project, {"attempts": [SILENT]})
+    loop.accept_unenforced = "with --accept-unenforced"
+    driven = loop.drive(contract("docs", "write the notes"))
+    assert [d.action for d in driven.decisions] == ["remediate"]
+    app = RoomApp([project], person="alice", watch=False, presence=False)
+    app.loop_for = lambda _model: loop_for(project, {"attempts": [SILENT, writes]})
+    async with app.run_test(size=(160, 48)) as pilot:
+        await select_wait(app, pilot, "docs")
+        await pilot.press("m")
+        dialog = app.screen
+        assert isinstance(dialog, RemediateDialog)
+        dialog.query_one("#note", Input).value = "installed the tools"
+        await pilot.click("#remediate")
+        await wait_for(pilot, lambda: isinstance(app.screen, DriveConfirm))
+        confirm = app.screen
+        shown = str(confirm.query_one("#unenforced").render())
+        assert "regulator does not enforce all that implement asks: checks run_checks" in shown
+        assert str(confirm.query_one("#drive", Button).label) == "Drive without them (d)"
+        assert status(project, "docs") == "blocked"  # nothing driven before the yes
+        await pilot.press("d")
+        await wait_for(pilot, lambda: status(project, "docs") == "closed")
+    verdict = AuditLog(Layout(project)).audit_for("docs").latest_verdict
+    assert verdict is not None and verdict.verdict == "pass"
+    assert verdict.reasons[-1].startswith(
+        "not enforced here, accepted for this run in the room by alice (OS user "
+    )
 
 
 async def test_a_remediation_whose_command_fails_shows_its_output_and_writes_nothing(

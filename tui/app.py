@@ -1015,18 +1015,23 @@ class RoomApp(App[None]):
     def _recovered(
         self, model: InstanceModel, loop: Loop, unit_id: str, ask: bool, done: Done | None
     ) -> None:
-        """A replan asks before driving (it starts a session); a remediation drives at once."""
+        """A replan asks before driving (it starts a session); a remediation drives at once,
+        unless the unit type has gates regulator does not enforce: then the person is asked,
+        and driving accepts them for this drive."""
         from .dialogs import DriveConfirm, drive_unit
 
         self._dialog_done(model, done)
         if done is None:
             return
-        go = partial(drive_unit, self, model, loop, unit_id)
-        if not ask:
+        contract = loop.current_contract(unit_id)
+        gaps = loop.workload.unenforced(contract.unit_type)
+        accepted = f"in the room by {self.person or 'the person at the room'}" if gaps else None
+        go = partial(drive_unit, self, model, loop, unit_id, accepted)
+        if not ask and not gaps:
             go()
             return
-        version = loop.current_contract(unit_id).version
-        self.push_screen(DriveConfirm(unit_id, version), lambda yes: go() if yes else None)
+        dialog = DriveConfirm(unit_id, contract.version, contract.unit_type, gaps)
+        self.push_screen(dialog, lambda yes: go() if yes else None)
 
     def open_unit_of_selection(self) -> None:
         selected = self.selected()

@@ -1045,17 +1045,22 @@ class RemediateDialog(ObligationDialog):
 
 
 class DriveConfirm(ModalScreen[bool]):
-    """After a replan: drive the unit now under the new version, or leave it for later."""
+    """Drive the unit now under its contract in force, or leave it for later. A unit type with
+    gates regulator does not enforce is named with them: driving accepts them for this run."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "later", "not now", id="drive.later"),
         Binding("d", "drive", "drive", id="drive.now"),
     ]
 
-    def __init__(self, unit_id: str, version: int) -> None:
+    def __init__(
+        self, unit_id: str, version: int, unit_type: str = "", unenforced: list[str] | None = None
+    ) -> None:
         super().__init__()
         self.unit_id = unit_id
         self.version = version
+        self.unit_type = unit_type
+        self.unenforced = unenforced or []
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
@@ -1068,8 +1073,18 @@ class DriveConfirm(ModalScreen[bool]):
                     " blocked until someone drives it."
                 )
             )
+            if self.unenforced:
+                yield Static(
+                    Text(
+                        f"regulator does not enforce all that {self.unit_type} asks: "
+                        f"{'; '.join(self.unenforced)}. Driving it accepts that for this run, "
+                        "and the closeout's verdict records it."
+                    ),
+                    id="unenforced",
+                )
             with Horizontal(classes="dialog-buttons"):
-                yield Button("Drive now (d)", id="drive", variant="primary")
+                label = "Drive without them (d)" if self.unenforced else "Drive now (d)"
+                yield Button(label, id="drive", variant="primary")
                 yield Button("Not now (esc)", id="later")
         yield RoomFooter()
 
@@ -1091,10 +1106,14 @@ class DriveConfirm(ModalScreen[bool]):
         self.dismiss(False)
 
 
-def drive_unit(app: App[None], model: InstanceModel, loop: Loop, unit_id: str) -> None:
+def drive_unit(
+    app: App[None], model: InstanceModel, loop: Loop, unit_id: str, accepted: str | None = None
+) -> None:
     """Drive the unit under its contract in force, on a worker thread; the room stays usable
-    and is told when it starts and how it ended."""
+    and is told when it starts and how it ended. ``accepted``: how the person accepted, for
+    this drive, what regulator does not enforce of the unit type (the gate refuses it else)."""
     app.notify(f"driving unit {unit_id} …", title="drive")
+    loop.accept_unenforced = accepted
 
     def drive() -> None:
         try:

@@ -274,6 +274,10 @@ def _unit_commands(sub: Any) -> None:
     unit.set_defaults(_parser=unit)
     us = unit.add_subparsers(metavar="ACTION", title="actions", parser_class=_Parser)
     script_help = "run the unit's sessions from this YAML scenario (a scripted session)"
+    accept_help = (
+        "accept, for this run, what regulator does not enforce of the unit's type (the "
+        "original's checks and tool limits); the closeout's verdict records it"
+    )
     p = _command(
         us,
         "drive",
@@ -283,6 +287,7 @@ def _unit_commands(sub: Any) -> None:
     )
     p.add_argument("contract", metavar="CONTRACT", help="the work contract (JSON)")
     p.add_argument("--script", metavar="FILE", help=script_help)
+    p.add_argument("--accept-unenforced", action="store_true", help=accept_help)
     p = _command(
         us,
         "dispatch",
@@ -292,6 +297,7 @@ def _unit_commands(sub: Any) -> None:
     )
     p.add_argument("contract", metavar="CONTRACT", help="the work contract (JSON)")
     p.add_argument("--script", metavar="FILE", help=script_help)
+    p.add_argument("--accept-unenforced", action="store_true", help=accept_help)
     for name, handler, text, example in (
         (
             "route",
@@ -320,6 +326,8 @@ def _unit_commands(sub: Any) -> None:
     ):
         p = _command(us, name, f"{h}:{handler}", text, example)
         p.add_argument("id", metavar="UNIT", help="the unit id")
+        if name == "close":
+            p.add_argument("--accept-unenforced", action="store_true", help=accept_help)
     _command(
         us,
         "status",
@@ -358,6 +366,7 @@ def _unit_commands(sub: Any) -> None:
     p.add_argument("--reason", metavar="TEXT", help="why (provenance.predecessor.reason)")
     p.add_argument("--script", metavar="FILE", help=script_help)
     p.add_argument("--no-drive", action="store_true", help=no_drive)
+    p.add_argument("--accept-unenforced", action="store_true", help=accept_help)
     p = _command(
         us,
         "remediate",
@@ -375,6 +384,7 @@ def _unit_commands(sub: Any) -> None:
     )
     p.add_argument("--script", metavar="FILE", help=script_help)
     p.add_argument("--no-drive", action="store_true", help=no_drive)
+    p.add_argument("--accept-unenforced", action="store_true", help=accept_help)
 
 
 PERSON_ENV = "REGULATOR_PERSON"

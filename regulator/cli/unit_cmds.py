@@ -36,7 +36,12 @@ def _loop(args: argparse.Namespace) -> Any:
         # --script runs every unit type scripted, whatever the workload says.
         for unit_type in _workload_types(defn):
             adapters[unit_type] = adapters["script"]
-    return Loop(Layout(root), defn, adapters=adapters, models=models)
+    loop = Loop(Layout(root), defn, adapters=adapters, models=models)
+    if getattr(args, "accept_unenforced", False):
+        from regulator.policy.workload import ACCEPT_FLAG
+
+        loop.accept_unenforced = f"with {ACCEPT_FLAG}"
+    return loop
 
 
 def _workload_types(defn: Any) -> list[str]:
@@ -293,6 +298,16 @@ def _acting(args: argparse.Namespace, loop: Any) -> Any:
     return Actor("cli", os_user(), definition=definition_label(loop.definition.root))
 
 
+def _drivable(args: argparse.Namespace, loop: Any, unit_type: str) -> None:
+    """Before a replan or remediation is recorded: the drive after it would be refused for
+    what regulator does not enforce, so nothing is written."""
+    if args.no_drive:
+        return
+    problems = loop.unaccepted(unit_type)
+    if problems:
+        raise CliError(f"{problems[0]}, or record it with --no-drive")
+
+
 def _redrive(args: argparse.Namespace, loop: Any, unit_id: str) -> int:
     if args.no_drive:
         print(visible(f"run `regulator unit drive` on its contract to go on (unit {unit_id})"))
@@ -314,6 +329,8 @@ def cmd_replan(args: argparse.Namespace) -> int:
 
     contract = _contract(args.contract)
     loop = _loop(args)
+    if contract.unit_type in loop.workload.unit_types:
+        _drivable(args, loop, contract.unit_type)
     try:
         actor = _acting(args, loop)
         done = loop.replan(args.id, contract, args.by, actor, reason=args.reason)
@@ -363,6 +380,7 @@ def cmd_remediate(args: argparse.Namespace) -> int:
         raise CliError("--run: an empty command")
     loop = _loop(args)
     try:
+        _drivable(args, loop, loop.store.unit(args.id).unit_type)
         actor = _acting(args, loop)
         done = loop.remediate(args.id, args.by, actor, args.note, run=run)
     except RemediationFailed as exc:

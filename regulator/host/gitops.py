@@ -25,6 +25,19 @@ def git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProces
     return result
 
 
+def git_names(cwd: Path, *args: str) -> list[str]:
+    """The NUL-separated names a ``-z`` command prints, as text: a name that is not UTF-8 keeps
+    its odd bytes as ``\\xNN`` escapes (a name is data to match and show, never to open)."""
+    try:
+        result = subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False)
+    except FileNotFoundError:
+        raise GitError("git is not installed (not found on PATH)") from None
+    if result.returncode != 0:
+        detail = result.stderr.decode("utf-8", "backslashreplace").strip().splitlines()
+        raise GitError(f"git {' '.join(args)}: {detail[-1] if detail else 'failed'}")
+    return [n.decode("utf-8", "backslashreplace") for n in result.stdout.split(b"\0") if n]
+
+
 def toplevel(path: Path) -> Path | None:
     """The root of the repository holding ``path``, or None outside a repository."""
     result = git(path, "rev-parse", "--show-toplevel", check=False)

@@ -45,15 +45,17 @@ from regulator.host.worktree import (
     resume_unit,
     start_unit,
 )
+from regulator.host.writes import changed_paths
 from regulator.policy import Definition
-from regulator.policy.workload import Workload, load_workload
+from regulator.policy.workload import Workload, load_workload, unenforced_refusal
 from regulator.protocol.audit import EvidenceRecord, TechnicalVerdict
 from regulator.protocol.clock import Clock, now_iso, parse_iso, system_clock
 from regulator.protocol.execution import AttemptRecord, RecoveryDecision, UnitRecord, WorkContract
+from regulator.protocol.manifest import InstanceManifest
 from regulator.protocol.messages import AuditFinding
 from regulator.protocol.obligations import ObligationState
 from regulator.rules.audit_log import AuditLog, audit_finding_for_verdict, summarize_verdict
-from regulator.rules.authority import check_disposition_authority, owed_to_s5
+from regulator.rules.authority import check_disposition_authority, owed_to_s5, process_os_user
 from regulator.rules.budget import BudgetGuard, available_models, choose_models, no_model_error
 from regulator.rules.dispositions import Refusal, resolve
 from regulator.rules.execution import (
@@ -80,7 +82,9 @@ from regulator.rules.recovery import (
 )
 from regulator.rules.regulatory_log import RegulatoryLog
 from regulator.rules.veto import progression_veto
+from regulator.rules.writes import WriteBounds, describe_bounds, write_problems
 from regulator.store import Layout, StoreError
+from regulator.store.logs import read_record
 
 Status = Literal["closed", "refused", "blocked", "held"]
 
@@ -104,6 +108,12 @@ class Driven:
 
 
 class Loop:
+    #: How the person accepted, for this run, what regulator does not enforce of a unit type,
+    #: as the verdict says it ("with --accept-unenforced", "in the room by alice"); ``None``:
+    #: not accepted, and the gate refuses such a unit type. Set by the caller for one command,
+    #: never read from anything the unit could write.
+    accept_unenforced: str | None = None
+
     def __init__(
         self,
         layout: Layout,
@@ -171,6 +181,7 @@ class Loop:
                 self.adapter_for(contract.unit_type)
             except (ExecutionError, ValueError) as exc:
                 problems.append(f"session: {exc}")
+            problems += self.unaccepted(contract.unit_type)
         if contract.unit_type not in self.workload.unit_types:
             problems.append(
                 f"unitType: {contract.unit_type!r} is not a unit type of {self.workload.label}"
@@ -388,6 +399,21 @@ class Loop:
         criteria = [e.id for e in contract.expected_evidence if e.class_ == "test"]
         if "tests" in kind.checks:
             evidence.append(self._run_tests_at(contract, unit_id, attempt, revision, criteria))
+        writes = self._check_writes_at(contract, unit_id, attempt, revision, worktree)
+        if writes is not None:
+            evidence.append(writes)
+        # What the workload asks that no check here runs: said in the verdict, as the person
+        # accepted it for this run; never accepted, it fails (the gate refuses it before this).
+        gaps = self.workload.unenforced(contract.unit_type)
+        unaccepted = bool(gaps) and self.accept_unenforced is None
+        unenforced: list[str] = []
+        if unaccepted:
+            unenforced.append(f"not enforced here and not accepted: {'; '.join(gaps)}")
+        elif gaps:
+            unenforced.append(
+                f"not enforced here, accepted for this run {self.accept_unenforced} (OS user "
+                f"{process_os_user()}): {'; '.join(gaps)}"
+            )
         failed = [e.id for e in evidence if e.verdict == "fail"]
         # What no check can observe is a person's to accept, at this revision.
         accepted: dict[str, str] = {}
@@ -401,7 +427,9 @@ class Loop:
         ]
         awaiting = [e.id for e in judged if e.id not in accepted]
         refused = [e.id for e in judged if accepted.get(e.id) == "rejected"]
-        state = "fail" if failed or refused else ("inconclusive" if awaiting else "pass")
+        state = (
+            "fail" if failed or refused or unaccepted else ("inconclusive" if awaiting else "pass")
+        )
         verdict = TechnicalVerdict.model_validate(
             {
                 "id": str(uuid.uuid4()),
@@ -411,10 +439,11 @@ class Loop:
                 "revision": revision,
                 "verdict": state,
                 "evidence": [e.id for e in evidence],
-                "satisfied": [c for e in evidence if e.verdict == "pass" for c in e.criteria]
-                or [e.check for e in evidence if e.verdict == "pass"],
-                "failed": [c for e in evidence if e.verdict == "fail" for c in e.criteria] + refused
-                or [e.check for e in evidence if e.verdict == "fail"],
+                # Each check by the criteria it speaks to, or by its own name if none.
+                "satisfied": [c for e in evidence if e.verdict == "pass" for c in _cited(e)],
+                "failed": [c for e in evidence if e.verdict == "fail" for c in _cited(e)]
+                + refused
+                + (["unenforced"] if unaccepted else []),
                 "missing": [],
                 "stale": [],
                 "contradicted": [],
@@ -425,7 +454,8 @@ class Loop:
                     if e.verdict == "fail" and e.observation
                 ]
                 + [f"{c} was rejected by a person" for c in refused]
-                + [f"{c} awaits a person's acceptance (regulator unit accept)" for c in awaiting],
+                + [f"{c} awaits a person's acceptance (regulator unit accept)" for c in awaiting]
+                + unenforced,
                 "at": now_iso(self.clock),
             }
         )
@@ -436,6 +466,76 @@ class Loop:
             with self.ledger.transaction() as txn:
                 txn.append_raw(finding)
         return verdict
+
+    def unaccepted(self, unit_type: str) -> list[str]:
+        """The gate's refusal of a unit type with gates regulator does not enforce, unless the
+        person accepted them for this run."""
+        gaps = self.workload.unenforced(unit_type)
+        if not gaps or self.accept_unenforced is not None:
+            return []
+        return [unenforced_refusal(unit_type, gaps)]
+
+    def _write_bounds(self, unit_type: str) -> list[WriteBounds]:
+        """The unit type's profile's writablePaths and the manifest's declared paths.
+
+        A manifest that does not load is a bound nothing can satisfy: what it declared cannot
+        be known, so the check fails closed (``StoreError``).
+        """
+        bounds: list[WriteBounds] = []
+        writable = self.workload.writable_paths(unit_type)
+        if writable is not None:
+            profile = self.workload.unit_types[unit_type].profile
+            bounds.append(WriteBounds(f"profile {profile}", tuple(writable)))
+        manifest, problem = read_record(self.layout, self.layout.manifest, InstanceManifest)
+        if manifest is None:
+            raise StoreError(f"the instance manifest does not load ({problem})")
+        assert isinstance(manifest, InstanceManifest)
+        if manifest.writable_paths is not None or manifest.protected_paths:
+            bounds.append(
+                WriteBounds(
+                    "the instance manifest",
+                    tuple(manifest.writable_paths) if manifest.writable_paths is not None else None,
+                    tuple(manifest.protected_paths or ()),
+                )
+            )
+        return bounds
+
+    def _check_writes_at(
+        self, contract: WorkContract, unit_id: str, attempt: int, revision: str, worktree: Path
+    ) -> EvidenceRecord | None:
+        """Every path the unit changed, against where it may write; ``None``: no limit is set."""
+        try:
+            bounds = self._write_bounds(contract.unit_type)
+            if not bounds:
+                return None
+            paths = changed_paths(self.layout.root, worktree)
+        except (gitops.GitError, WorktreeError, StoreError, OSError) as exc:
+            verdict, observation = "fail", f"where the unit wrote cannot be checked: {exc}"
+        else:
+            problems = write_problems(paths, bounds)
+            if problems:
+                verdict, observation = "fail", "; ".join(problems)
+            else:
+                changed = f"{len(paths)} path(s) changed" if paths else "nothing changed"
+                verdict, observation = "pass", f"{changed}, {describe_bounds(bounds)}"
+            if paths:
+                observation += "\n" + "\n".join(paths)
+        return EvidenceRecord.model_validate(
+            {
+                "id": str(uuid.uuid4()),
+                "unitId": unit_id,
+                "attempt": attempt,
+                "contract": {"id": contract.id, "version": contract.version},
+                "check": "writable_paths",
+                "class": "file",
+                "criteria": [],
+                "verdict": verdict,
+                "observation": observation,
+                "revision": revision,
+                "environment": _environment(),
+                "at": now_iso(self.clock),
+            }
+        )
 
     def _run_tests_at(
         self, contract: WorkContract, unit_id: str, attempt: int, revision: str, criteria: list[str]
@@ -771,6 +871,9 @@ class Loop:
                 unit,
                 [f"report: attempt {unit.attempts} of {unit_id} left no report to close on"],
             )
+        unaccepted = self.unaccepted(unit.unit_type)
+        if unaccepted:
+            return Outcome("refused", unit, unaccepted)
         verdict = self._closeout(contract, unit_id, unit.attempts, worktree)
         if verdict.verdict != "pass":
             reason = f"audit refused closeout: {summarize_verdict(verdict)}"
@@ -1060,6 +1163,10 @@ def finish_unit_safely(
         return finish_unit(layout, unit_id, clock=clock)
     except (WorktreeError, gitops.GitError) as exc:
         return f"reintegration: {exc}"
+
+
+def _cited(evidence: EvidenceRecord) -> list[str]:
+    return evidence.criteria or [evidence.check]
 
 
 def _paused_detail(waiting: list[ObligationState]) -> str:

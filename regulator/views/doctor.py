@@ -188,13 +188,13 @@ def _workload(definition: Definition) -> Check:
         notices = ([link] if link else []) + notices
         for profile in profile_files(definition.root):
             notices += _as_the_original("profile", profile)[0]
-        notices += workload.notes
         more.append("the original's format")
         if workload.scripted_by_default:
             scripted = ", ".join(workload.scripted_by_default)
             more.append(f"given no `session`, {scripted} run scripted sessions")
     elif not shipped:
         ours.append("this project's workload format (the original reads workload/<name>.json only)")
+    notices += workload.notes
     where = display_path(path) + (" (shipped)" if shipped else "")
     return Check("workload", True, _detail(workload.label, where, ours, *more), [], notices)
 
