@@ -263,6 +263,24 @@ def test_every_persons_act_is_refused_inside_an_agent_before_anything_is_written
     assert every_file(instance) == before
 
 
+@pytest.mark.parametrize("command", [["unit", "drive"], ["unit", "dispatch"], ["unit", "close"]])
+def test_accepting_unenforced_gates_is_a_persons_act_refused_inside_an_agent(
+    instance: Path,
+    command: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Saying in the command that a definition's gates may go unenforced is a person's word: an
+    agent cannot drive its own unit past them."""
+    monkeypatch.setenv("CLAUDECODE", "1")
+    monkeypatch.chdir(instance)
+    before = every_file(instance)
+    target = "u1" if command[1] == "close" else str(instance / "c.json")
+    assert main([*command, target, "--accept-unenforced"]) == 1
+    assert capsys.readouterr().err.startswith(REFUSED + "its environment says Claude Code runs it")
+    assert every_file(instance) == before
+
+
 def test_a_persons_act_outside_any_instance_is_still_refused_inside_an_agent(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

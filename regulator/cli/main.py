@@ -402,8 +402,9 @@ def _by(parser: argparse.ArgumentParser) -> None:
 
 def _not_inside_agent(args: argparse.Namespace) -> None:
     """A person's act is refused from inside an agent's session, before anything is read or
-    written: every command that takes ``--by`` passes here (docs/agents.md)."""
-    if not getattr(args, "_person_act", False):
+    written: every command that takes ``--by`` passes here (docs/agents.md), and so does a drive
+    with ``--accept-unenforced``, which is a person saying that gates may go unenforced."""
+    if not getattr(args, "_person_act", False) and not getattr(args, "accept_unenforced", False):
         return
     from regulator.cli.context import layout
     from regulator.cli.errors import CliError
