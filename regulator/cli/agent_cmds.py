@@ -172,5 +172,6 @@ def cmd_agent_install(args: argparse.Namespace) -> int:
             print(visible(f"{name}: {note}"))
     if not args.dry_run:
         agent_install.apply(root, changes)
-        print("next: `regulator doctor` runs the hook and starts the server to check them")
+        if any(change.changed for change in changes):
+            print("next: `regulator doctor` checks the wiring by running it")
     return 0

@@ -58,7 +58,7 @@ class WiringReport:
 
     @property
     def detail(self) -> str:
-        return "; ".join(self.checked)
+        return "; ".join(self.checked) or "regulator's wiring found, nothing run"
 
 
 def _env(extra: Any = None) -> dict[str, str]:
