@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -268,6 +269,28 @@ def test_a_command_session_meters_the_usage_its_agent_prints(project: Path) -> N
     assert (ledger.consumed.tokens, ledger.consumed.turns) == (1234, 3)
     config = json.loads((project / ".regulator" / "units" / "u8" / "mcp.a1.json").read_text())
     assert config["mcpServers"]["regulator"]["env"]["REGULATOR_UNIT"] == "u8"
+
+
+def test_the_units_mcp_server_is_never_a_regulator_package_the_agent_wrote(
+    project: Path, tmp_path: Path
+) -> None:
+    adapter = CommandAdapter(SessionSpec(adapter="command", command=["true"]))
+    loop = Loop(
+        Layout(project), load_definition(project), adapters={"script": adapter}, models=MODELS
+    )
+    assert loop.dispatch(contract("u8b", "x")).attempt is not None
+    config = json.loads((project / ".regulator" / "units" / "u8b" / "mcp.a1.json").read_text())
+    server = config["mcpServers"]["regulator"]
+    # The client starts the server in the worktree, where the agent may write ./regulator.
+    planted = tmp_path / "worktree" / "regulator"
+    planted.mkdir(parents=True)
+    (planted / "__init__.py").write_text("")
+    (planted / "__main__.py").write_text("print('planted')\n")
+    args = [*server["args"][:-1], "--version"]  # the same program, asked something quick
+    ran = subprocess.run(
+        [server["command"], *args], cwd=planted.parent, capture_output=True, text=True, timeout=60
+    )
+    assert ran.stdout.startswith("regulator "), ran.stdout
 
 
 def test_no_model_in_the_route_is_an_environment_failure(project: Path) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -165,14 +164,10 @@ def cmd_agent_install(args: argparse.Namespace) -> int:
             sys.stdout.write(visible(change.diff(root), newlines=True))
         else:
             print(visible(f"{name}: {'updated' if change.before else 'written'}"))
+        for note in change.notes:
+            print(visible(f"{name}: {note}"))
     if not args.dry_run:
-        agent_install.apply(changes)
-    if shutil.which(args.command) is None:
-        print(
-            visible(
-                f"note: `{args.command}` is not on PATH here; the agent must find it "
-                "(install regulator where the agent runs, or pass --command /path/to/regulator)"
-            ),
-            file=sys.stderr,
-        )
+        agent_install.apply(root, changes)
+        if any(change.changed for change in changes):
+            print("next: `regulator doctor` checks the wiring by running it")
     return 0

@@ -258,9 +258,11 @@ def _agent_commands(sub: Any) -> None:
     p.add_argument("--dry-run", action="store_true", help="show the change, write nothing")
     p.add_argument(
         "--command",
-        default="regulator",
         metavar="CMD",
-        help="how the agent runs regulator (default: regulator, found on its PATH)",
+        help=(
+            "how the agent runs regulator: an absolute path, with its arguments "
+            "(default: this Python, `python -P -m regulator`)"
+        ),
     )
 
 

@@ -5,7 +5,8 @@ the instance or its definition (a file that does not load, a symlink under ``.re
 veto holding every unit) and makes the command exit 1. A notice is a normal state worth
 knowing (an obligation owed to a person that the next ``remind`` will deliver, a policy that is
 a symlink, a definition file the original would refuse or ignore) and does not. The checks
-read and never write.
+read and never write; the agent wiring's check runs the hook and the MCP servers an agent would
+run, with a ``Read`` and a tool listing, which record nothing.
 """
 
 from __future__ import annotations
@@ -216,6 +217,16 @@ def _agents(definition: Definition) -> Check:
     return Check("agents", True, _detail(label, where, ours), [], [link] if link else [])
 
 
+def _wiring(root: Path) -> list[Check]:
+    # Imported here: doctor's other checks start no process.
+    from regulator.host.wiring import check_wiring
+
+    found = check_wiring(root)
+    if found is None:
+        return []  # no agent is wired to this repository
+    return [Check("agent wiring", not found.problems, found.detail, found.problems, found.notices)]
+
+
 def _files(layout: Layout) -> Check:
     misplaced = layout.misplaced()
     if misplaced:
@@ -299,6 +310,7 @@ def run_doctor(root: Path, definition: Definition) -> DoctorReport:
         *_policies(definition),
         _workload(definition),
         _agents(definition),
+        *_wiring(root),
     ]
     try:
         log = RegulatoryLog(layout)

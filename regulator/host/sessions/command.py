@@ -74,8 +74,9 @@ def mcp_config(run: SessionRun) -> dict[str, Any]:
         "REGULATOR_ATTEMPT": str(run.attempt),
     }
     # This interpreter, not whatever `regulator` is first on the agent's PATH: the server must be
-    # the same installation as the loop that started the session.
-    server = {"command": sys.executable, "args": ["-m", "regulator", "mcp"], "env": env}
+    # the same installation as the loop that started the session. -P: the agent's client starts
+    # it in the worktree, whose `regulator/` (the definition) must not become the package run.
+    server = {"command": sys.executable, "args": ["-P", "-m", "regulator", "mcp"], "env": env}
     return {"mcpServers": {"regulator": server}}
 
 
