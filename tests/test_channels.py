@@ -537,6 +537,16 @@ def test_an_answer_code_that_was_used_or_has_expired_is_refused(inst: Instance) 
         answer_codes.check(inst.layout, oid, "alice", fresh, inst.clock)
 
 
+def test_an_answer_code_matches_letter_for_letter_ignoring_only_ascii_case(inst: Instance) -> None:
+    oid = inst.ask()
+    while "S" not in (code := answer_codes.issue(inst.layout, oid, "alice", "k", inst.clock)):
+        pass  # a code holding an S, so that a long s can stand in for it
+    # str.upper() turns "ſ" into "S": a lookalike must not pass for the letter sent.
+    with pytest.raises(answer_codes.CodeRefused, match="not the answer code"):
+        answer_codes.check(inst.layout, oid, "alice", code.replace("S", "ſ"), inst.clock)
+    assert answer_codes.check(inst.layout, oid, "alice", code.lower(), inst.clock)
+
+
 def test_a_channel_message_says_replies_are_not_read_and_carries_record_text_inert(
     inst: Instance, web: Web
 ) -> None:
