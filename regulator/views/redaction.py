@@ -22,11 +22,11 @@ import re
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from itertools import accumulate
 from typing import Any
 
 from regulator.host.instance import read_canaries
+from regulator.protocol.credentials import is_secret_name
 from regulator.protocol.text import visible
 from regulator.store import Layout
 
@@ -386,31 +386,6 @@ def _cover(pattern: re.Pattern[str], text: str) -> tuple[str, int]:
         at = end
     parts.append(text[at:])
     return "".join(parts), len(spans)
-
-
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-_SECRET_WORDS = frozenset(
-    {"token", "secret", "password", "passwd", "pwd", "apikey", "credential", "credentials"}
-)
-# A bare "key" is an id as often as a secret (the effect journal's idempotency key): only
-# these kinds of key are secrets.
-_SECRET_KEY_KINDS = frozenset({"api", "access", "private", "secret", "signing", "client"})
-
-
-@lru_cache(maxsize=4096)  # records repeat the same few dozen field names
-def _secret_name(name: str) -> bool:
-    parts = [p for p in re.split(r"[_.\-\s]+", _CAMEL.sub("_", name).lower()) if p]
-    if not parts:
-        return False
-    if parts[-1] in _SECRET_WORDS:
-        return True
-    return parts[-1] == "key" and len(parts) > 1 and parts[-2] in _SECRET_KEY_KINDS
-
-
-def is_secret_name(name: object) -> bool:
-    """Whether a field name says its value is a secret: ``token``, ``GITHUB_TOKEN``,
-    ``clientSecret``, ``api_key``, ``db.password``; not ``key``, ``tokens`` or ``keyId``."""
-    return isinstance(name, str) and len(name) <= 100 and _secret_name(name)
 
 
 def _cap(text: str, *, force: bool = False) -> str:

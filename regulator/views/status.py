@@ -17,6 +17,7 @@ import orjson
 
 from regulator.policy import POLICY_KINDS, Definition, PolicyError
 from regulator.protocol.clock import now_iso
+from regulator.protocol.credentials import is_secret_name
 from regulator.protocol.execution import (
     AttemptRecord,
     BudgetLedger,
@@ -37,7 +38,7 @@ from regulator.store import Layout, StoreError, list_dir
 from regulator.store.collector import collector_paused
 from regulator.store.logs import LogSpec, model_parser, read_log, read_record
 from regulator.views.describe import describe_obligation
-from regulator.views.redaction import MIN_CANARY_CHARS, REDACTED, Redactor, is_secret_name
+from regulator.views.redaction import MIN_CANARY_CHARS, REDACTED, Redactor
 
 
 def _unit_view(
