@@ -24,7 +24,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from regulator.host.channels import ChannelDelivery, deliveries_path, read_deliveries
-from regulator.host.instance import os_user, read_canaries
+from regulator.host.instance import os_user
 from regulator.host.leases import LeaseStore
 from regulator.policy import Definition, PolicyError, load_definition
 from regulator.protocol.clock import Clock, parse_iso, system_clock
@@ -158,7 +158,8 @@ class InstanceModel:
         self._receipts: TailReader[Receipt] = TailReader(
             self.layout.receipts, _parse_receipt, label=self.layout.label(self.layout.receipts)
         )
-        self.redactor = Redactor(read_canaries(self.layout))
+        # The canaries, credential shapes and the secrets the channels use, as the CLI has.
+        self.redactor = Redactor.for_layout(self.layout)
         self._policy: InteractionPolicy | None = None
         self._policy_read = False
         self._init_counts()

@@ -88,8 +88,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             out.write if out is not None else lambda b: print(bytes(b).decode(), end=""),
         )
     else:
-        text = render_status_text(status)
-        print("".join(map(redactor.redact, text.splitlines(keepends=True))), end="")
+        print(redactor.lines(render_status_text(status)), end="")
     # The view is still shown, but a refused policy is a refusal: say so and exit 1.
     refused = status.view["definition"]["problems"]
     if refused:

@@ -11,11 +11,10 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 
-from regulator.policy import POLICY_KINDS, Definition, PolicyError
 from regulator.protocol.clock import now_iso
 from regulator.protocol.credentials import is_secret_name
 from regulator.protocol.execution import (
@@ -39,6 +38,11 @@ from regulator.store.collector import collector_paused
 from regulator.store.logs import LogSpec, model_parser, read_log, read_record
 from regulator.views.describe import describe_obligation
 from regulator.views.redaction import MIN_CANARY_CHARS, REDACTED, Redactor
+
+if TYPE_CHECKING:
+    # Imported where a status is built: `obligations --json` redacts its list with this
+    # module's writer and does not load the policies (nor their loader and YAML).
+    from regulator.policy import Definition
 
 
 def _unit_view(
@@ -93,6 +97,8 @@ def build_status(root: Path, definition: Definition, *, obligations: bool = True
     """The read model of the instance at ``root``. Without ``obligations`` the view leaves out
     the obligations' and interactions' JSON (``Status.obligations`` and ``.interactions`` still
     hold them): the text view does not need it, and ``write_status_json`` makes it in batches."""
+    from regulator.policy import POLICY_KINDS, PolicyError
+
     layout = Layout(root)
     policy_problems: list[str] = []
     policies: dict[str, Any] = {}
@@ -394,13 +400,30 @@ def _interaction_json(interaction: InteractionState, strings: list[Any]) -> dict
 _ANSWER_KEYS = frozenset({"at", "by", "outcome", "channel", "answer"})
 
 
+def write_records_json(
+    items: list[Any],
+    to_json: _ToJson,
+    redactor: Redactor,
+    write: Callable[[bytes | memoryview], object],
+) -> None:
+    """``items`` as a JSON list of their ``to_json`` dicts (indented by two, ending in a newline),
+    redacted and inert: the bytes ``print_json`` would write of the redacted list, made as the
+    status view's lists are (one batch's JSON in memory at a time)."""
+    with collector_paused(freeze=True):
+        _write_records(items, to_json, _Scrubber(redactor), write, top=True)
+    write(b"\n")
+
+
 def _write_records(
     items: list[Any],
     to_json: _ToJson,
     scrubber: _Scrubber,
     write: Callable[[bytes | memoryview], object],
+    *,
+    top: bool = False,
 ) -> None:
-    """``items`` as the JSON list at depth 2 of the view, redacted as ``scrubber.walk`` would.
+    """``items`` as the JSON list at depth 2 of the view (or as the whole document, ``top``),
+    redacted as ``scrubber.walk`` would.
 
     A batch's dicts are made with ``fast_dump``, which lists the strings it put in them; the
     redactor looks at the batch's distinct strings all at once (``Redactor.suspects``), and only
@@ -424,15 +447,16 @@ def _write_records(
         for index in walk:
             scrubber.walk(dicts[index])
         # The batch inside the same nesting as in the view, so orjson indents it the same.
-        encoded = orjson.dumps({"i": {"o": dicts}}, option=_INDENT)
-        assert encoded.startswith(_NEST_HEAD) and encoded.endswith(_NEST_TAIL)
-        body = memoryview(encoded)[len(_NEST_HEAD) : -len(_NEST_TAIL)]
+        encoded = orjson.dumps(dicts if top else {"i": {"o": dicts}}, option=_INDENT)
+        head, tail = (b"[", b"\n]") if top else (_NEST_HEAD, _NEST_TAIL)
+        assert encoded.startswith(head) and encoded.endswith(tail)
+        body = memoryview(encoded)[len(head) : -len(tail)]
         write(opening)
         # Plain ASCII (almost always): the batch's bytes as they are, not copied (at 1,000,000
         # lines copying them costs a quarter of a second).
         write(body if _plain(encoded) else inert_json_bytes(bytes(body)))
         opening = b","
-    write(b"\n    ]")
+    write(b"\n]" if top else b"\n    ]")
 
 
 def _records_to_walk(
