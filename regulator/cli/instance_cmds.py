@@ -89,8 +89,10 @@ def cmd_status(args: argparse.Namespace) -> int:
         )
     else:
         print(redactor.lines(render_status_text(status)), end="")
-    # The view is still shown, but a refused policy is a refusal: say so and exit 1.
-    refused = status.view["definition"]["problems"]
+    # The view is still shown, but a refused policy, or an entry under .regulator/ the store
+    # refuses (a FIFO, a symlink where a unit's directory or a lease belongs), is a refusal:
+    # say so and exit 1. (A file the view reads refuses it before anything is shown.)
+    refused = [*status.view["definition"]["problems"], *status.misplaced]
     if refused:
         raise CliError("\n".join(refused))
     return 0

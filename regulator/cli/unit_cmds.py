@@ -173,7 +173,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     from regulator.rules.budget import summary
 
     loop = _loop(args)
-    say = _say(loop)
+    # Printed once everything is read: a log that cannot be read refuses the command with one
+    # line, not after half of the unit.
+    shown: list[str] = []
+    say = shown.append
     unit = loop.store.unit(args.id)
     contract = f"{unit.contract.id} v{unit.contract.version}"
     reason = f" — {unit.reason}" if unit.reason else ""
@@ -224,6 +227,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     for o in loop.log.obligations.values():
         if o.unit == unit.unit_id:
             say(f"  {describe_obligation(o)}".replace("\n", "\n  "))
+    _say(loop)("\n".join(shown))
     return 0
 
 

@@ -48,13 +48,18 @@ if TYPE_CHECKING:
 def _unit_view(
     layout: Layout, unit_id: str, obligation_ids: list[str], problems: list[str]
 ) -> dict[str, Any]:
-    unit, problem = read_record(layout, layout.unit_record(unit_id), UnitRecord)
+    unit, problem = read_record(
+        layout, layout.unit_record(unit_id), UnitRecord, refuse_unreadable=True
+    )
     if problem is not None:
         problems.append(problem)
     view: dict[str, Any] = {"unit": unit.to_json_dict() if unit else {"unitId": unit_id}}
     if unit is not None:
         contract, problem = read_record(
-            layout, layout.contract(unit_id, unit.contract.version), WorkContract
+            layout,
+            layout.contract(unit_id, unit.contract.version),
+            WorkContract,
+            refuse_unreadable=True,
         )
         if contract is not None:
             view["contract"] = contract.to_json_dict()
@@ -69,7 +74,9 @@ def _unit_view(
         problems += [str(p) for p in found]
     budgets = layout.list_budgets(unit_id)
     if budgets:
-        ledger, problem = read_record(layout, layout.budget(unit_id, budgets[-1]), BudgetLedger)
+        ledger, problem = read_record(
+            layout, layout.budget(unit_id, budgets[-1]), BudgetLedger, refuse_unreadable=True
+        )
         if ledger is not None:
             view["budget"] = ledger.to_json_dict()
         elif problem is not None:
@@ -91,6 +98,9 @@ class Status:
     #: ``write_status_json`` to fill.
     lazy: bool = False
     interactions: list[InteractionState] = field(default_factory=list)
+    #: Entries under ``.regulator/`` the store refuses and no reader here opened: the view
+    #: names them among its problems, and ``status`` refuses after showing it.
+    misplaced: list[str] = field(default_factory=list)
 
 
 def build_status(root: Path, definition: Definition, *, obligations: bool = True) -> Status:
@@ -115,13 +125,18 @@ def build_status(root: Path, definition: Definition, *, obligations: bool = True
             policy_problems += [p for p in exc.problems if p not in policy_problems]
     log = RegulatoryLog(layout)
     log.refresh()
+    # Symlinks, FIFOs, misplaced directories: listings skip them, so name them here.
+    misplaced = layout.misplaced()
     with collector_paused(freeze=True):
-        view = _view(root, definition, layout, log, policies, policy_problems, obligations)
+        view = _view(
+            root, definition, layout, log, policies, policy_problems, misplaced, obligations
+        )
     return Status(
         view,
         list(log.obligations.values()),
         lazy=not obligations,
         interactions=list(log.interactions.values()),
+        misplaced=misplaced,
     )
 
 
@@ -132,17 +147,20 @@ def _view(
     log: RegulatoryLog,
     policies: dict[str, Any],
     policy_problems: list[str],
+    misplaced: list[str],
     obligations: bool,
 ) -> dict[str, Any]:
     problems: list[str] = []
     instance: dict[str, Any] = {"dir": str(root)}
-    manifest, problem = read_record(layout, layout.manifest, InstanceManifest)
+    # A file read here that cannot be read at all (a FIFO, a symlink) refuses the whole view.
+    manifest, problem = read_record(
+        layout, layout.manifest, InstanceManifest, refuse_unreadable=True
+    )
     if manifest is not None:
         instance["manifest"] = manifest.to_json_dict()
     else:
         instance["manifestProblem"] = problem
-    # Symlinks, FIFOs, misplaced directories: listings skip them, so name them here.
-    problems += layout.misplaced()
+    problems += misplaced
     by_unit: dict[str, list[str]] = {}
     for o in log.obligations.values():
         if o.unit is not None:
@@ -158,7 +176,7 @@ def _view(
     for name in names:
         if name.endswith(".json"):
             path = layout.leases_dir / name
-            lease, problem = read_record(layout, path, Lease)
+            lease, problem = read_record(layout, path, Lease, refuse_unreadable=True)
             if lease is not None:
                 leases.append({"lease": lease.to_json_dict()})
             elif problem is not None:
