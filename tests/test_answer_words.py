@@ -244,3 +244,71 @@ def test_answer_help_lists_every_accepted_word(tmp_path: Path) -> None:
         missing = set(answers.yes_words(kind) + answers.no_words(kind)) - words
         assert not missing, missing
     assert "--note" in result.stdout and "number" in result.stdout
+
+
+# --- lookalikes: case is ignored in ASCII letters only ---------------------------------------
+
+# Each folds (str.casefold, and for some str.lower) onto a listed word; none is that word.
+LOOKALIKES = [
+    "yeſ",  # long s: casefolds to "yes"
+    "YEſ",
+    "o\u212a",  # Kelvin sign: lowers and casefolds to "k"
+    "\u212aO",
+    "acceptеd",  # Cyrillic e
+    "уes",  # Cyrillic u
+    "ｙｅｓ",  # fullwidth
+    "y\u200bes",  # a zero-width space inside
+    "proceed\u200d",
+    "\u0131",  # dotless i, nothing like it listed but its upper is "I"
+]
+
+
+@pytest.mark.parametrize("kind", ["consent", "uat"])
+@pytest.mark.parametrize("said", [*LOOKALIKES, "ſtop", "abort\u200b", "o\u212aay"])
+def test_a_lookalike_of_a_listed_word_is_neither_a_yes_nor_a_no(kind: str, said: str) -> None:
+    assert not answers.is_yes(said, kind) and not answers.is_no(said, kind)
+    assert answers.disposition_for_answer(kind, said) is None
+    with pytest.raises(AnswerRefused, match="is neither") as refused:
+        interpret(kind, said)
+    assert all(w in str(refused.value) for w in answers.yes_words(kind))
+
+
+def test_a_lookalike_yes_from_the_cli_is_refused_and_writes_nothing(instance: Path) -> None:
+    oid = ask_one(instance, "consent")
+    before = snapshot(instance)
+    result = run_cli("answer", oid[:8], "--by", "alice", "--answer", "yeſ", cwd=instance)
+    assert result.returncode == 1 and result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and '"yeſ" is neither' in lines[0], result.stderr
+    assert snapshot(instance) == before
+    assert recorded(instance, oid)[0].status == "open"
+
+
+@pytest.mark.parametrize(
+    ("said", "options"),
+    [
+        # Typed plain letters never pick an option spelled with a lookalike…
+        ("ship", ["ſhip it", "wait"]),
+        ("ok", ["o\u212a to drop the table", "keep it"]),
+        ("fine", ["ﬁne", "not fine"]),
+        # …and a lookalike typed never picks the plain option.
+        ("ſ", ["ship", "stay"]),
+        ("\u212aeep", ["keep", "drop"]),
+    ],
+)
+def test_a_choice_matches_lookalike_letters_only_as_themselves(
+    said: str, options: list[str]
+) -> None:
+    with pytest.raises(AnswerRefused, match="is not one of them"):
+        interpret("choice", said, options)
+
+
+def test_a_choice_still_takes_its_own_non_ascii_option_and_ascii_case() -> None:
+    options = ["ſhip it", "Straße", "wait"]
+    assert interpret("choice", "ſhip it", options).answer == "ſhip it"
+    assert interpret("choice", "ſh", options).answer == "ſhip it"
+    assert interpret("choice", "strAße", options).answer == "Straße"
+    assert interpret("choice", "WAIT", options).answer == "wait"
+    # A number counts only in ASCII digits: "２" (fullwidth) is no number.
+    with pytest.raises(AnswerRefused, match="is not one of them"):
+        interpret("choice", "２", options)

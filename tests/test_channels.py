@@ -437,6 +437,143 @@ def test_a_policy_with_a_literal_token_in_a_channel_url_is_refused_naming_the_fi
         assert literal not in problem
 
 
+NTFY_URL = '"ntfy://${ALICE_NTFY_USER}:${ALICE_NTFY_PASS}@127.0.0.1:80/alice"'
+
+
+def refusal(
+    tmp_path: Path, *, url: str | None = None, command: list[str] | None = None
+) -> str | None:
+    """The one problem loading the test policy with alice's phone at ``url`` or bob's desktop
+    running ``command``, if there is one."""
+    path = tmp_path / "interaction.yaml"
+    text = policy_text(25, 80, tmp_path / "d", tmp_path / "s")
+    if url is not None:
+        text = text.replace(NTFY_URL, json.dumps(url))
+    if command is not None:
+        text = re.sub(r"command: \[.*\]", lambda _: f"command: {json.dumps(command)}", text)
+    path.write_text(text)
+    try:
+        load_policy_file("interaction", path, InteractionPolicy)
+    except PolicyError as refused:
+        [problem] = refused.problems
+        return problem
+    return None
+
+
+@pytest.mark.parametrize(
+    "literal",
+    [
+        "https://example.com/hook?access_token=abc",
+        "https://example.com/hook?ACCESS_TOKEN=abc",
+        "https://example.com/hook?Access-Token=abc",
+        "https://example.com/hook?accessToken=abc",
+        "https://example.com/hook?access%5Ftoken=abc",
+        "https://example.com/hook?access%255Ftoken=abc",
+        "https://example.com/hook?x=1#access_token=abc",
+        "json://example.com/hook?+Authorization=Bearer%20abc",
+        "json://example.com/hook?+Authorization=Bearer+abc",
+        "json://example.com/hook?%2Bauthorization=bearer%20abc",
+        "json://example.com/hook?+AUTHORIZATION=Basic%20YWxpY2U6aHVudGVyMg==",
+        "json://example.com/hook?+X-Api-Key=abc",
+        "json://example.com/hook?+Authorization=Bearer%20${TOKEN}abc",
+        "mailtos://smtp.example.com?user=alice&smtp_password=hunter2",
+        "mailtos://smtp.example.com?user=alice&SMTP-Password=hunter2",
+        "mailtos://smtp.example.com?user=alice&smtp%5Fpassword=hunter2",
+        "mailtos://smtp.example.com?user=alice&smtpPassword=hunter2",
+        "ntfy://ntfy.example.com/alice?auth=QmFzaWMgYWxpY2U",
+    ],
+)
+def test_a_credential_named_in_a_channel_url_is_refused_in_any_case_or_encoding(
+    tmp_path: Path, literal: str
+) -> None:
+    problem = refusal(tmp_path, url=literal)
+    assert problem is not None, literal
+    assert "people[0].channels[1].url: holds a" in problem and "${NAME}" in problem
+    for secret in ("abc", "hunter2", "YWxpY2U6aHVudGVyMg", "QmFzaWMgYWxpY2U"):
+        assert secret not in problem
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["curl", "-H", "Authorization: Bearer abc123", "https://example.com/notify"],
+        ["curl", "-H", "authorization:bearer abc123", "https://example.com/notify"],
+        ["curl", "--header", "X-Api-Key: abc123", "https://example.com/notify"],
+        ["sh", "-c", "curl -H 'Authorization: Bearer abc123' https://example.com"],
+        ["curl", "-d", '{"token": "abc123"}', "https://example.com/notify"],
+        ["curl", "https://example.com/notify?access_token=abc123"],
+        ["curl", "-u", "alice:abc123", "https://example.com/notify"],
+        ["curl", "--user=alice:abc123", "https://example.com/notify"],
+        ["notify-tool", "--password", "abc123"],
+        ["notify-tool", "--api-key=abc123"],
+        ["notify-tool", "smtp_password=abc123"],
+    ],
+)
+def test_a_literal_secret_in_a_desktop_command_is_refused(
+    tmp_path: Path, command: list[str]
+) -> None:
+    problem = refusal(tmp_path, command=command)
+    assert problem is not None, command
+    assert "people[1].channels[1].command: holds a" in problem and "${NAME}" in problem
+    assert "abc123" not in problem
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "mailtos://alice:${ALICE_SMTP_PASSWORD}@smtp.example.com?from=regulator@example.com",
+        "ntfys://alice:${ALICE_NTFY_PASS}@ntfy.example.com/alice-approvals",
+        "ntfy://ntfy.example.com/alice?token=${NTFY_TOKEN}&auth=",
+        "json://example.com/hook?+Authorization=Bearer%20${TOKEN}",
+        "json://example.com/hook?+Authorization=Bearer+${TOKEN}&+Content-Type=application/json",
+        "json://example.com/hook?:message=text&:title=&priority=high",
+        "https://key.example.com:8443/hook?token_type=bearer&key_file=/etc/x&keyword=release",
+        "tgram://${TELEGRAM_BOT_TOKEN}/${ALICE_TELEGRAM_CHAT}",
+        "${BOB_SLACK_WEBHOOK}",
+    ],
+)
+def test_an_ordinary_or_referenced_channel_url_loads(tmp_path: Path, url: str) -> None:
+    assert refusal(tmp_path, url=url) is None
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["curl", "-H", "Authorization: Bearer ${NOTIFY_TOKEN}", "https://example.com/notify"],
+        ["curl", "-u", "alice:${NOTIFY_PASS}", "https://example.com/notify"],
+        ["sh", "-c", 'curl -H "Authorization: Bearer $NOTIFY_TOKEN" https://example.com'],
+        ["notify-send", "-u", "critical", "--app-name=regulator"],
+        ["notify-tool", "--password-file", "/home/alice/.config/notify/password"],
+        ["notify-tool", "--title", "Token: see the vault"],
+        ["python3", "/tmp/pytest-of-alice/test_a_blocking_question_owed_0/notify.py"],
+    ],
+)
+def test_an_ordinary_or_referenced_desktop_command_loads(
+    tmp_path: Path, command: list[str]
+) -> None:
+    assert refusal(tmp_path, command=command) is None
+
+
+def test_a_reference_in_a_desktop_command_is_resolved_when_sent_and_redacted_after(
+    tmp_path: Path, mailbox: Mailbox, web: Web
+) -> None:
+    inst = Instance(tmp_path / "repo", mailbox.port, web.port)
+    policy = inst.root / "regulator" / "policies" / "interaction.yaml"
+    text = policy.read_text()
+    log = f'"{inst.desktop_log}"'
+    policy.write_text(text.replace(f"{log}]", f'{log}, "--token=${{BOB_DESKTOP_TOKEN}}"]'))
+    inst.env = {**inst.env, "BOB_DESKTOP_TOKEN": "desk-Token-0077-secret"}
+    inst.ask(kind="recap", subject="naming", question="I named it Foo; fine?")
+    result = inst.tick()
+    assert [d.outcome for d in result.sent if d.channel == "desktop"] == ["sent"]
+    [argv] = inst.desktop()
+    assert argv[0] == "--token=desk-Token-0077-secret"
+    from regulator.host.channels import channel_secrets
+
+    assert "desk-Token-0077-secret" in channel_secrets(inst.policy, inst.env)
+    assert "desk-Token-0077-secret" not in deliveries_path(inst.layout).read_text()
+
+
 def test_channels_are_a_field_of_ours_that_doctor_can_name() -> None:
     from regulator.protocol.policies import fields_of_ours
 
@@ -535,6 +672,16 @@ def test_an_answer_code_that_was_used_or_has_expired_is_refused(inst: Instance) 
     inst.clock.now += answer_codes.TTL
     with pytest.raises(answer_codes.CodeRefused, match="expired"):
         answer_codes.check(inst.layout, oid, "alice", fresh, inst.clock)
+
+
+def test_an_answer_code_matches_letter_for_letter_ignoring_only_ascii_case(inst: Instance) -> None:
+    oid = inst.ask()
+    while "S" not in (code := answer_codes.issue(inst.layout, oid, "alice", "k", inst.clock)):
+        pass  # a code holding an S, so that a long s can stand in for it
+    # str.upper() turns "ſ" into "S": a lookalike must not pass for the letter sent.
+    with pytest.raises(answer_codes.CodeRefused, match="not the answer code"):
+        answer_codes.check(inst.layout, oid, "alice", code.replace("S", "ſ"), inst.clock)
+    assert answer_codes.check(inst.layout, oid, "alice", code.lower(), inst.clock)
 
 
 def test_a_channel_message_says_replies_are_not_read_and_carries_record_text_inert(

@@ -295,6 +295,21 @@ async def test_a_choice_number_highlights_that_option_and_enter_answers_it(demo:
     )
 
 
+async def test_a_digit_that_is_not_ascii_highlights_no_option(demo: Path) -> None:
+    # "٢" (Arabic-Indic two) is a digit to str.isdigit and int() reads it as 2; "²" is a digit
+    # that int() cannot read. Neither is a number the dialog offers.
+    before = signals(demo)
+    app = app_for(demo)
+    async with app.run_test(size=(160, 48)) as pilot:
+        _, dialog = await open_answer(app, pilot, "choice")
+        for key in ("\u0662", "\u00b2", "\uff12"):
+            await pilot.press(key)
+            await pilot.pause()
+            assert app.screen is dialog and app.is_running
+            assert dialog.query_one("#options", OptionList).highlighted is None, key
+    assert signals(demo) == before
+
+
 # --- quitting while a session waits -------------------------------------------------------
 
 

@@ -5,8 +5,10 @@ sshd would run it there."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import stat
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,11 +17,13 @@ import orjson
 import pytest
 from textual.widgets import Input
 
+from regulator.host.remote import RemoteTarget, parse_target, remote_command
 from regulator.rules.authority import process_os_user
 from tui.app import MainScreen, RoomApp
 from tui.dialogs import AnswerDialog, ResolveDialog
-from tui.remote import RemoteInstanceModel, parse_target
+from tui.remote import RemoteInstanceModel
 
+from .conftest import run_cli
 from .room_fixture import build_fixture, copy_fixture, fixed_clock, settled
 from .test_room import question, select, state, wait_for
 
@@ -36,8 +40,10 @@ def there(built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = copy_fixture(built, tmp_path / "calc")
     script = tmp_path / "fake-ssh"
     calls = tmp_path / "ssh-calls"
-    # ssh gives the remote shell one string; so does this, after dropping the host.
-    script.write_text(f'#!/bin/sh\necho "$*" >> {calls}\nshift\nexec sh -c "$*"\n')
+    # ssh gives the remote shell one string; so does this, after dropping "--" and the host.
+    script.write_text(
+        f'#!/bin/sh\necho "$*" >> {calls}\n[ "$1" = -- ] || exit 99\nshift 2\nexec sh -c "$*"\n'
+    )
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("REGULATOR_SSH", str(script))
     monkeypatch.setenv("REGULATOR_REMOTE", str(Path(sys.executable).parent / "regulator"))
@@ -56,6 +62,80 @@ async def test_an_ssh_url_names_host_port_and_path() -> None:
     assert (target.host, target.port, target.path) == ("bob@build", 2222, "/srv/repo")
     with pytest.raises(ValueError, match="no path"):
         parse_target("ssh://build")
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        "ssh://-oProxyCommand=touch%20pwned/srv/repo",
+        "ssh://-oProxyCommand=x:22/srv/repo",
+        "ssh://bob@-oProxyCommand=x/srv/repo",
+        "ssh://-oProxyCommand=x@build/srv/repo",
+        "ssh://-l@build/srv/repo",
+        "ssh://bob%20-oX@build/srv/repo",
+        "ssh://bu ild/srv/repo",
+    ],
+)
+async def test_a_host_or_user_that_ssh_would_take_for_an_option_is_refused(given: str) -> None:
+    with pytest.raises(ValueError, match=r"is not a (host|user) name"):
+        parse_target(given)
+
+
+async def test_the_ssh_command_line_ends_ssh_options_before_the_host(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("REGULATOR_SSH", raising=False)
+    monkeypatch.delenv("REGULATOR_REMOTE", raising=False)
+    argv = remote_command(parse_target("ssh://bob@build:2222/srv/-repo"), "stream")
+    remote = "regulator stream --instance /srv/-repo"
+    assert argv == ["ssh", "-p", "2222", "--", "bob@build", remote]
+
+
+@pytest.mark.skipif(shutil.which("ssh") is None, reason="no ssh client here")
+async def test_real_ssh_takes_whatever_follows_the_double_dash_as_the_destination(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The system's ssh parses the command line, with -G (print the configuration it would use,
+    # connect nowhere) and without the remote command, which -G would take for the host.
+    wrapper = tmp_path / "ssh-config"
+    wrapper.write_text(
+        "import os, sys\nos.execvp('ssh', ['ssh', '-G', '-F', '/dev/null', *sys.argv[1:-1]])\n"
+    )
+    monkeypatch.setenv("REGULATOR_SSH", f"{sys.executable} {wrapper}")
+    good = subprocess.run(
+        remote_command(parse_target("ssh://bob@build:2222/srv/repo"), "stream"),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert {"user bob", "hostname build", "port 2222"} <= set(good.stdout.splitlines())
+    # A target made past the parser: after "--" ssh reads it as a host (and refuses it as one),
+    # never as the option -oProxyCommand, which would run the command here.
+    target = RemoteTarget("-oProxyCommand=touch_pwned", None, "/srv/repo")
+    bad = subprocess.run(remote_command(target, "stream"), capture_output=True, text=True)
+    assert bad.returncode != 0 and "proxycommand" not in bad.stdout.lower()
+    assert "hostname contains invalid characters" in bad.stderr
+
+
+async def test_room_refuses_an_ssh_host_that_is_an_option_before_running_ssh(
+    tmp_path: Path,
+) -> None:
+    calls = tmp_path / "ssh-calls"
+    script = tmp_path / "fake-ssh"
+    script.write_text(f'#!/bin/sh\necho "$*" >> {calls}\n')
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    result = run_cli(
+        "room",
+        "ssh://-oProxyCommand=touch%20pwned/srv/repo",
+        cwd=tmp_path,
+        env={"REGULATOR_SSH": str(script)},
+    )
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.splitlines() == [
+        "regulator: ssh://-oProxyCommand=touch%20pwned/srv/repo: "
+        "'-oproxycommand=touch%20pwned' is not a host name"
+    ]
+    assert not calls.exists()
 
 
 async def test_a_remote_inbox_shows_and_an_answer_lands_there_with_its_os_user(

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from regulator.store import (
     RESTART_MESSAGE,
     Problem,
+    StoreError,
     TailReader,
     append_records,
     parse_object,
@@ -84,6 +85,29 @@ def test_a_fragment_completed_by_a_later_write_is_read_whole(log: Path) -> None:
     raw_append(log, b'5}\n{"n": 6}\n')
     assert reader.refresh().items == [{"n": 5}, {"n": 6}]
     assert reader.problems == []
+
+
+@pytest.mark.parametrize("what", ["fifo", "directory", "symlink"])
+def test_a_log_that_is_not_a_regular_file_is_refused_naming_it_never_read_as_empty(
+    log: Path, tmp_path: Path, what: str
+) -> None:
+    # Read as empty, a FIFO signals log said "no obligations"; a FIFO must not block either.
+    if what == "fifo":
+        os.mkfifo(log)
+    elif what == "directory":
+        log.mkdir()
+    else:
+        elsewhere = tmp_path / "elsewhere.ndjson"
+        elsewhere.write_bytes(b'{"n": 1}\n')
+        log.symlink_to(elsewhere)
+    reader = TailReader(log, label=".regulator/signals.ndjson")
+    for _ in range(2):  # every time, not once
+        with pytest.raises(StoreError) as refused:
+            reader.refresh()
+        message = str(refused.value)
+        assert message.startswith(f"{log}: ") and "\n" not in message
+        assert ("FIFO" if what == "fifo" else what) in message
+    assert reader.offset == 0 and reader.problems == []
 
 
 def test_bad_lines_are_problems_with_their_line_numbers_and_neighbours_still_read(

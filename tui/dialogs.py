@@ -347,13 +347,16 @@ class AnswerDialog(ObligationDialog):
 
     def on_key(self, event: events.Key) -> None:
         # A choice's number highlights that option; Enter still has to answer it.
-        if self.kind != "choice" or not event.character or not event.character.isdigit():
+        # ASCII digits only: "²" or "٣" is a digit to str.isdigit, and int() fails on the one or
+        # reads the other as 3.
+        key = event.character
+        if self.kind != "choice" or not key or not (key.isascii() and key.isdigit()):
             return
         options = self.query("#options")
         if not options:
             return
         option_list = options.first(OptionList)
-        index = int(event.character) - 1
+        index = int(key) - 1
         if 0 <= index < option_list.option_count:
             option_list.highlighted = index
             event.stop()

@@ -24,7 +24,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from regulator.host.channels import ChannelDelivery, deliveries_path, read_deliveries
-from regulator.host.instance import os_user, read_canaries
+from regulator.host.instance import os_user
 from regulator.host.leases import LeaseStore
 from regulator.policy import Definition, PolicyError, load_definition
 from regulator.protocol.clock import Clock, parse_iso, system_clock
@@ -42,7 +42,7 @@ from regulator.rules.execution import ExecutionStore
 from regulator.rules.ledger import Actor, Ledger
 from regulator.rules.memory_store import MemoryStore
 from regulator.rules.regulatory_log import InteractionState, RegulatoryLog
-from regulator.store import Layout, TailReader
+from regulator.store import Layout, StoreError, TailReader
 from regulator.views.redaction import Redactor
 
 SEVERITY_GLYPH = {"critical": "▲", "blocking": "●", "advisory": "◐", "info": "○"}
@@ -158,7 +158,8 @@ class InstanceModel:
         self._receipts: TailReader[Receipt] = TailReader(
             self.layout.receipts, _parse_receipt, label=self.layout.label(self.layout.receipts)
         )
-        self.redactor = Redactor(read_canaries(self.layout))
+        # The canaries, credential shapes and the secrets the channels use, as the CLI has.
+        self.redactor = Redactor.for_layout(self.layout)
         self._policy: InteractionPolicy | None = None
         self._policy_read = False
         self._init_counts()
@@ -169,6 +170,8 @@ class InstanceModel:
         self.units: dict[str, UnitRecord] = {}
         self.leases: list[Lease] = []
         self.record_problems: list[str] = []
+        # Logs that are there but cannot be read, as the last fold found them.
+        self.unreadable: list[str] = []
         self.last_change: datetime | None = None
         self.loaded = False
         self.lock = threading.RLock()
@@ -225,7 +228,14 @@ class InstanceModel:
         self._stamps = self._read_stamps()
         changes = Changes()
         before = self.log.obligations
-        entries = self.log.refresh()
+        try:
+            entries = self.log.refresh()
+            self.unreadable = []
+        except StoreError as exc:
+            # The log is there but cannot be read (a FIFO, a symlink): the problem bar names it,
+            # and what was read before stays on screen (nothing read is no news of "nothing").
+            entries = []
+            self.unreadable = [str(exc)]
         # A new dict: the first read, a snapshot restored, or the log replaced and read again.
         changes.full = not self.loaded or self.log.obligations is not before
         if entries:
@@ -255,7 +265,12 @@ class InstanceModel:
                 o = obligations.get(oid)
                 if o is not None:
                     self._account(o)
-        for receipt in self._receipts.refresh():
+        try:
+            receipts = self._receipts.refresh().items
+        except StoreError as exc:
+            receipts = []
+            self.unreadable.append(str(exc))
+        for receipt in receipts:
             self.seen.setdefault(receipt.obligation_id, set()).add(receipt.person)
             changes.touched.add(receipt.obligation_id)
             changes.obligations = True
@@ -339,7 +354,8 @@ class InstanceModel:
     @property
     def problems(self) -> list[str]:
         return (
-            [str(p) for p in self.log.problems]
+            self.unreadable
+            + [str(p) for p in self.log.problems]
             + [str(p) for p in self._receipts.problems]
             + self.record_problems
         )

@@ -1,6 +1,7 @@
 """An instance on another machine, shown like a local one: ``regulator room ssh://host/path``.
 
-A worker thread runs ``ssh host regulator stream --instance PATH --since CURSOR`` (protocol:
+A worker thread runs ``ssh -- host regulator stream --instance PATH --since CURSOR`` (the
+address and the command line: :mod:`regulator.host.remote`; protocol:
 docs/reaching-people.md) and folds each line into the same counts the screens read from a local
 ``InstanceModel``; the UI thread only drains what changed. The remote host folds its own log,
 so nothing of the fold is copied here. Every act goes back as the remote CLI command over the
@@ -17,19 +18,17 @@ import contextlib
 import os
 import re
 import select
-import shlex
 import signal
 import subprocess
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
-from urllib.parse import urlsplit
 
 import orjson
 
 from regulator.host.channels import ChannelDelivery
+from regulator.host.remote import RemoteTarget, parse_target, remote_command
 from regulator.policy import Definition
 from regulator.protocol.clock import Clock, system_clock
 from regulator.protocol.entry import validate_entry
@@ -53,43 +52,6 @@ RETRY_S = (0.5, 1.0, 2.0, 5.0, 10.0)
 ACT_TIMEOUT_S = 60.0
 # Where the files of a remote instance would be: nothing is ever read or written there.
 NOWHERE = Path("/nonexistent/regulator-remote")
-
-
-@dataclass(frozen=True)
-class RemoteTarget:
-    host: str  # [user@]host, as ssh takes it
-    port: int | None
-    path: str
-
-    @property
-    def url(self) -> str:
-        port = f":{self.port}" if self.port else ""
-        return f"ssh://{self.host}{port}{self.path}"
-
-
-def parse_target(given: str) -> RemoteTarget:
-    """``ssh://[user@]host[:port]/path``; a ValueError names what is wrong."""
-    parts = urlsplit(given)
-    if parts.scheme != "ssh" or not parts.hostname:
-        raise ValueError(f"{given}: not ssh://[user@]host[:port]/path/to/repo")
-    if not parts.path or parts.path == "/":
-        raise ValueError(f"{given}: no path to the instance on {parts.hostname}")
-    try:
-        port = parts.port
-    except ValueError:
-        raise ValueError(f"{given}: the port is not a number") from None
-    host = f"{parts.username}@{parts.hostname}" if parts.username else parts.hostname
-    return RemoteTarget(host, port, parts.path)
-
-
-def remote_command(target: RemoteTarget, *args: str) -> list[str]:
-    """The local argv that runs ``regulator ARGS --instance PATH`` on the target's host."""
-    transport = shlex.split(os.environ.get("REGULATOR_SSH", "ssh"))
-    port = ["-p", str(target.port)] if target.port else []
-    program = shlex.split(os.environ.get("REGULATOR_REMOTE", "regulator"))
-    # ssh hands the remote shell one string: each argument quoted, so none is split or expanded.
-    remote = shlex.join([*program, *args, "--instance", target.path])
-    return [*transport, *port, target.host, remote]
 
 
 class RemoteLog(RegulatoryLog):

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     # Imported when a command asks for its definition: loading the policy models costs a
     # tenth of a second that `obligations` and `status --json`'s fold do not need to wait on.
     from regulator.policy import Definition
+    from regulator.views.redaction import Redactor
 
 
 def instance_root(args: argparse.Namespace) -> Path:
@@ -36,6 +37,14 @@ def instance_root(args: argparse.Namespace) -> Path:
 
 def layout(args: argparse.Namespace) -> Layout:
     return Layout(instance_root(args))
+
+
+def redactor(root: Path) -> Redactor:
+    """The instance's redactor, which every record text a command prints goes through: an
+    agent may have copied a canary, a credential or a channel's secret into a subject."""
+    from regulator.views.redaction import Redactor
+
+    return Redactor.for_layout(Layout(root))
 
 
 def definition(args: argparse.Namespace, root: Path | None) -> Definition:

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from regulator.cli.context import definition, instance_root, print_json
+from regulator.cli.context import definition, instance_root, print_json, redactor
 from regulator.cli.errors import CliError, UsageError
 from regulator.protocol.text import visible
 from regulator.store import Layout, StoreError
@@ -33,9 +33,10 @@ def cmd_remind(args: argparse.Namespace) -> int:
     layout = Layout(root)
     ledger, journal = Ledger(layout), EffectJournal(layout)
     items = remind_due(ledger, journal, layout, policy)
+    redacted = redactor(root)
     for item in items:
         word = "reminded" if item.reminder else "delivered"
-        print(f"{word:<9} {describe_obligation(item.obligation)}")
+        print(redacted.lines(f"{word:<9} {describe_obligation(item.obligation)}"))
     print(f"{len(items)} delivered")
     _send_to_channels(ledger, journal, layout, policy)
     return 0
@@ -43,9 +44,7 @@ def cmd_remind(args: argparse.Namespace) -> int:
 
 def _scrub(layout: Layout) -> Callable[[str], str]:
     # What a channel message carries leaves the machine: the redactor's shapes apply too.
-    from regulator.views.redaction import Redactor
-
-    return Redactor.for_layout(layout).redact
+    return redactor(layout.root).redact
 
 
 def _send_to_channels(ledger: Any, journal: Any, layout: Layout, policy: Any) -> None:

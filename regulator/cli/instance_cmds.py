@@ -88,10 +88,11 @@ def cmd_status(args: argparse.Namespace) -> int:
             out.write if out is not None else lambda b: print(bytes(b).decode(), end=""),
         )
     else:
-        text = render_status_text(status)
-        print("".join(map(redactor.redact, text.splitlines(keepends=True))), end="")
-    # The view is still shown, but a refused policy is a refusal: say so and exit 1.
-    refused = status.view["definition"]["problems"]
+        print(redactor.lines(render_status_text(status)), end="")
+    # The view is still shown, but a refused policy, or an entry under .regulator/ the store
+    # refuses (a FIFO, a symlink where a unit's directory or a lease belongs), is a refusal:
+    # say so and exit 1. (A file the view reads refuses it before anything is shown.)
+    refused = [*status.view["definition"]["problems"], *status.misplaced]
     if refused:
         raise CliError("\n".join(refused))
     return 0

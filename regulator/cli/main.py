@@ -508,7 +508,8 @@ def _obligation_commands(sub: Any) -> None:
     )
     p.description = (
         "answer a question a unit asked (an interaction obligation)\n\n"
-        "A consent or a uat takes one of these words and nothing else; any other answer is\n"
+        "A consent or a uat takes one of these words and nothing else, in any case of its\n"
+        "plain letters (a lookalike such as a long s in yeſ is not one); any other answer is\n"
         "refused and nothing is written. Only a yes authorizes; silence never does.\n"
         f"{_answer_words()}\n"
         "A choice takes an option, its number (1, 2, …) or a prefix only that option starts\n"

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from regulator.cli.context import acting_definition, definition, instance_root, print_json
+from regulator.cli.context import (
+    acting_definition,
+    definition,
+    instance_root,
+    print_json,
+    redactor,
+)
 from regulator.cli.errors import UsageError
 from regulator.protocol.obligations import ObligationState
 from regulator.protocol.text import visible as v
@@ -55,7 +62,7 @@ def _warn_problems(log: object) -> None:
 def cmd_obligations(args: argparse.Namespace) -> int:
     if args.owed_to is not None and args.owed_to not in CONSUMERS:
         raise UsageError(f"--owed-to: {args.owed_to!r} is not one of {', '.join(CONSUMERS)}")
-    ledger, _ = _ledger(args)
+    ledger, layout = _ledger(args)
     log = ledger.refresh()
     _warn_problems(log)
     every = list(log.obligations.values())
@@ -66,19 +73,24 @@ def cmd_obligations(args: argparse.Namespace) -> int:
         and (args.owed_to is None or o.consumer == args.owed_to)
         and (args.unit is None or o.unit == args.unit)
     ]
+    # Subjects and questions are agents' text: a canary, a credential or a channel's secret
+    # copied into one is shown redacted.
+    redacted = redactor(layout.root)
     if args.json:
         from regulator.protocol.fast_dump import dumper_for
+        from regulator.views.status import write_records_json
 
         # ``to_json_dict()`` exactly, compiled (``fast_dump``): a hundred thousand at 1M lines.
         # The histories a restore left unbuilt are built here, with the collector paused as
         # for any large build (on, it walked them again and again: 1.1 s of 4.6 s at 1M lines).
+        # Redacted as `status --json` is, a batch at a time.
         to_json = dumper_for(ObligationState).dump
         with collector_paused():
-            print_json([to_json(o, []) for o in shown])
+            _write_bytes(lambda write: write_records_json(shown, to_json, redacted, write))
         return 0
     with collector_paused():  # each line reads its obligation's deliveries: built here
         for o in shown:
-            print(describe_obligation(o))
+            print(redacted.lines(describe_obligation(o)))
     unrouted = log.unrouted_count()
     if not every:
         print("no obligations")
@@ -87,6 +99,17 @@ def cmd_obligations(args: argparse.Namespace) -> int:
     hint = " — run `regulator signals route`" if unrouted else ""
     print(f"{len(shown)} shown of {len(every)}; {unrouted} unrouted message(s){hint}")
     return 0
+
+
+def _write_bytes(produce: Callable[[Callable[[bytes | memoryview], object]], None]) -> None:
+    """What ``produce`` writes, to stdout's bytes (or its text when it has none)."""
+    buffer = getattr(sys.stdout, "buffer", None)
+    sys.stdout.flush()
+    if buffer is None:
+        produce(lambda b: sys.stdout.write(bytes(b).decode()))
+        return
+    produce(buffer.write)
+    buffer.flush()
 
 
 def _event_line(event: object) -> str:
@@ -106,45 +129,53 @@ def _event_line(event: object) -> str:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    ledger, _ = _ledger(args)
+    ledger, layout = _ledger(args)
     log = ledger.refresh()
     _warn_problems(log)
     o = find_obligation(log, args.id)
     sources = [m for s in o.sources if (m := log.message(s)) is not None]
+    redacted = redactor(layout.root)
     if args.json:
         print_json(
-            {
-                "obligation": o.to_json_dict(),
-                "sources": [m.to_json_dict() for m in sources],
-                "interaction": i.to_json() if (i := log.interaction_for(o.id)) else None,
-            }
+            redacted.redact_json(
+                {
+                    "obligation": o.to_json_dict(),
+                    "sources": [m.to_json_dict() for m in sources],
+                    "interaction": i.to_json() if (i := log.interaction_for(o.id)) else None,
+                }
+            )
         )
         return 0
+
     # Record text is agents' text: each field is made visible, so no escape sequence acts and
-    # no carriage return or newline can make "a yes authorizes:" read as something else.
-    print(describe_obligation(o))
-    print(
+    # no carriage return or newline can make "a yes authorizes:" read as something else; then
+    # each line is redacted.
+    def say(line: str) -> None:
+        print(redacted.lines(line))
+
+    say(describe_obligation(o))
+    say(
         f"  id {v(o.id)}; opened {v(o.opened_at)} by {v(o.opened_by)}; "
         f"sources {', '.join(v(s) for s in o.sources)}"
     )
     for m in sources:
-        print(f"  source {v(m.kind)} {v(m.id[:8])}: {v(m.subject)}")
+        say(f"  source {v(m.kind)} {v(m.id[:8])}: {v(m.subject)}")
     interaction = log.interaction_for(o.id)
     if interaction is not None:
         req = interaction.request
-        print(
+        say(
             f"  asked: {v(req.kind)} by {v(req.raised_by)} at {v(req.raised_at)} "
             f"(via {v(req.channel)})"
         )
         if req.options:
-            print(f"  options: {' | '.join(f'{i}. {v(x)}' for i, x in enumerate(req.options, 1))}")
+            say(f"  options: {' | '.join(f'{i}. {v(x)}' for i, x in enumerate(req.options, 1))}")
         if req.action:
-            print(f"  a yes authorizes: {v(req.action)}")
+            say(f"  a yes authorizes: {v(req.action)}")
         for a in interaction.answers:
             said = f": {v(a.answer)}" if a.answer else ""
-            print(f"  {v(a.at)}  {v(a.outcome)} by {v(a.by)} via {v(a.channel)}{said}")
+            say(f"  {v(a.at)}  {v(a.outcome)} by {v(a.by)} via {v(a.channel)}{said}")
     for event in o.history:
-        print(_event_line(event))
+        say(_event_line(event))
     return 0
 
 
@@ -235,10 +266,12 @@ def cmd_route(args: argparse.Namespace) -> int:
     ledger, layout = _ledger(args)
     defn = definition(args, layout.root)
     result = route_and_deliver(ledger, defn)
+    redacted = redactor(layout.root)
     for o in result.routing.opened:
-        print(f"opened  {describe_obligation(o)}")
+        print(redacted.lines(f"opened  {describe_obligation(o)}"))
     for noted in result.routing.noted:
-        print(f"noted   {v(noted.message.kind)}  {v(noted.message.subject)}: {v(noted.reason)}")
+        said = f"noted   {v(noted.message.kind)}  {v(noted.message.subject)}: {v(noted.reason)}"
+        print(redacted.lines(said))
     for problem in result.routing.problems:  # a floor that ran out of time, applied anyway
         print(f"regulator: {v(problem)}", file=sys.stderr)
     print(

@@ -7,23 +7,20 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from regulator.cli.errors import CliError
 from regulator.store import find_instance
 
 
 def _remote(given: str) -> str:
-    """``ssh://[user@]host[:port]/path``, checked here so a typo fails before the room opens."""
-    parts = urlsplit(given)
-    if not parts.hostname:
-        raise CliError(f"{given}: no host; an instance elsewhere is ssh://[user@]host[:port]/path")
-    if not parts.path or parts.path == "/":
-        raise CliError(f"{given}: no path to the instance on {parts.hostname}")
+    """``ssh://[user@]host[:port]/path``, checked here so a typo, or a host that would be an
+    option to ssh, fails before the room opens."""
+    from regulator.host.remote import parse_target
+
     try:
-        parts.port  # noqa: B018 (it raises on a port that is not a number)
-    except ValueError:
-        raise CliError(f"{given}: the port is not a number") from None
+        parse_target(given)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
     return given
 
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from regulator.cli.context import definition, instance_root
+from regulator.cli.context import definition, instance_root, redactor
 from regulator.cli.errors import CliError
 from regulator.protocol.text import visible
 from regulator.views.describe import describe_obligation, describe_observation
@@ -66,6 +67,17 @@ def _contract(path: str) -> Any:
         raise CliError(message if path in message else f"{path}: {message}") from None
 
 
+def _say(loop: Any) -> Callable[[str], None]:
+    """Prints a line made of record fields (each ``visible`` already), redacted: a unit's
+    reasons, observations and obligations hold agents' text, which may hold a secret."""
+    redacted = redactor(loop.layout.root)
+
+    def say(line: str) -> None:
+        print(redacted.lines(line))
+
+    return say
+
+
 def _decision_lines(d: Any) -> list[str]:
     lines = [
         f"  attempt {d.attempt}: {d.cause} → {d.action} "
@@ -78,58 +90,64 @@ def _decision_lines(d: Any) -> list[str]:
 
 def _finish(loop: Any, outcome: Any, *, show_hint: bool = False) -> int:
     unit_id = outcome.unit.unit_id if outcome.unit is not None else "?"
+    say = _say(loop)
     if outcome.status == "closed":
-        print(visible(f"unit {unit_id} closed: reintegrated as {(outcome.merged or '')[:7]}"))
+        say(visible(f"unit {unit_id} closed: reintegrated as {(outcome.merged or '')[:7]}"))
         return 0
     if outcome.status == "refused":
         for problem in outcome.problems:
-            print(visible(f"✖ {problem}"))
+            say(visible(f"✖ {problem}"))
         return 1
-    print(visible(f"unit {unit_id}: {outcome.reason}"))
+    say(visible(f"unit {unit_id}: {outcome.reason}"))
     for problem in outcome.problems:
-        print(visible(f"  ✖ {problem}"))
+        say(visible(f"  ✖ {problem}"))
     for o in loop.owed(unit_id):
-        print(f"  owed: {describe_obligation(o)}")
+        say(f"  owed: {describe_obligation(o)}")
     if show_hint:
-        print(visible(f"see `regulator unit show {unit_id}`"))
+        say(visible(f"see `regulator unit show {unit_id}`"))
     return 1
 
 
 def cmd_drive(args: argparse.Namespace) -> int:
     contract = _contract(args.contract)
     loop = _loop(args)
-    print(visible(f"driving unit {contract.unit_id} ({contract.id} v{contract.version})"))
+    say = _say(loop)
+    say(visible(f"driving unit {contract.unit_id} ({contract.id} v{contract.version})"))
     driven = loop.drive(contract)
     for d in driven.decisions:
         for line in _decision_lines(d):
-            print(visible(line))
+            say(visible(line))
     return _finish(loop, driven.outcome)
 
 
 def cmd_dispatch(args: argparse.Namespace) -> int:
     contract = _contract(args.contract)
     loop = _loop(args)
-    print(visible(f"dispatching unit {contract.unit_id} ({contract.id} v{contract.version})"))
+    say = _say(loop)
+    say(visible(f"dispatching unit {contract.unit_id} ({contract.id} v{contract.version})"))
     outcome = loop.dispatch(contract)
     return _finish(loop, outcome, show_hint=True)
 
 
 def cmd_route(args: argparse.Namespace) -> int:
     loop = _loop(args)
+    say = _say(loop)
     unit = loop.store.unit(args.id)
     if unit.status != "blocked":
-        print(visible(f"unit {unit.unit_id} is {unit.status}, not blocked; nothing to route"))
+        say(visible(f"unit {unit.unit_id} is {unit.status}, not blocked; nothing to route"))
         return 0
     waiting = loop.awaiting_decision(args.id)
     if waiting is not None:
-        print(
-            f"unit {unit.unit_id} already waits on its recovery decision (obligation "
-            f"{waiting.id[:8]}, owed to {waiting.consumer}); nothing routed"
+        say(
+            visible(
+                f"unit {unit.unit_id} already waits on its recovery decision (obligation "
+                f"{waiting.id[:8]}, owed to {waiting.consumer}); nothing routed"
+            )
         )
         return 0
     decision = loop.route(args.id)
     if decision is None:
-        print(
+        say(
             visible(
                 f"unit {args.id} is paused on a question a person has not answered; "
                 "nothing to route"
@@ -137,14 +155,14 @@ def cmd_route(args: argparse.Namespace) -> int:
         )
     else:
         for line in _decision_lines(decision):
-            print(visible(line))
-        print(visible(f"  {decision.rationale}"))
+            say(visible(line))
+        say(visible(f"  {decision.rationale}"))
         for e in decision.evidence:
-            print(visible(f"  evidence: {e}"))
+            say(visible(f"  evidence: {e}"))
         if decision.hint:
-            print(visible(f"  hint for the next attempt: {decision.hint}"))
+            say(visible(f"  hint for the next attempt: {decision.hint}"))
     for o in loop.owed(args.id):
-        print(f"  owed: {describe_obligation(o)}")
+        say(f"  owed: {describe_obligation(o)}")
     return 0
 
 
@@ -160,10 +178,14 @@ def cmd_show(args: argparse.Namespace) -> int:
     from regulator.rules.budget import summary
 
     loop = _loop(args)
+    # Printed once everything is read: a log that cannot be read refuses the command with one
+    # line, not after half of the unit.
+    shown: list[str] = []
+    say = shown.append
     unit = loop.store.unit(args.id)
     contract = f"{unit.contract.id} v{unit.contract.version}"
     reason = f" — {unit.reason}" if unit.reason else ""
-    print(
+    say(
         visible(
             f"{unit.status} {unit.unit_id} ({unit.unit_type}, {contract}), "
             f"{unit.attempts} attempt(s){reason}"
@@ -175,15 +197,15 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     def observations(attempt: int) -> None:
         for o in observed.pop(attempt, []):
-            print("    " + describe_observation(o).replace("\n", "\n    "))
+            say("    " + describe_observation(o).replace("\n", "\n    "))
 
     for a in loop.store.attempts(unit.unit_id):
         detail = f" — {a.detail}" if a.detail else ""
-        print(visible(f"  attempt {a.attempt}: {a.outcome}{detail}"))
+        say(visible(f"  attempt {a.attempt}: {a.outcome}{detail}"))
         ledger = loop.store.budget(unit.unit_id, a.attempt)
         if ledger is not None:
             models = ", ".join(ledger.models) or "no model"
-            print(
+            say(
                 visible(
                     f"    budget {summary(ledger)}; models {models}; "
                     f"{len(ledger.compactions)} compaction(s)"
@@ -193,23 +215,24 @@ def cmd_show(args: argparse.Namespace) -> int:
     # Observed during an attempt not (yet) in attempts.ndjson: one still running, or one whose
     # writer died before its attempt line.
     for attempt in sorted(observed):
-        print(f"  attempt {attempt}: not ended")
+        say(f"  attempt {attempt}: not ended")
         observations(attempt)
     for d in loop.store.decisions(unit.unit_id):
         for line in _decision_lines(d):
-            print(visible(line))
+            say(visible(line))
     report = loop.store.latest_report(unit.unit_id)
-    print(visible(f"  report: {report.summary}") if report is not None else "  report: none")
+    say(visible(f"  report: {report.summary}") if report is not None else "  report: none")
     verdict = loop.audit.audit_for(unit.unit_id).latest_verdict
     if verdict is None:
-        print("  audit: no verdict")
+        say("  audit: no verdict")
     else:
-        print(visible(f"  audit: {summarize_verdict(verdict)} @{verdict.revision[:7]}"))
+        say(visible(f"  audit: {summarize_verdict(verdict)} @{verdict.revision[:7]}"))
         for r in verdict.reasons:
-            print(visible(f"    {r}"))
+            say(visible(f"    {r}"))
     for o in loop.log.obligations.values():
         if o.unit == unit.unit_id:
-            print(f"  {describe_obligation(o)}".replace("\n", "\n  "))
+            say(f"  {describe_obligation(o)}".replace("\n", "\n  "))
+    _say(loop)("\n".join(shown))
     return 0
 
 

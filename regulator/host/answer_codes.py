@@ -47,7 +47,9 @@ def codes_path(layout: Layout) -> Path:
 
 
 def normalize(code: str) -> str:
-    return "".join(ch for ch in code.upper() if ch not in "- \t")
+    # Upper-case in ASCII only: str.upper() turns a long s into S and "ß" into "SS", and a code
+    # matches what was sent, letter for letter, as an answer-word does.
+    return "".join(ch.upper() if ch.isascii() else ch for ch in code if ch not in "- \t")
 
 
 def _hash(code: str, salt: bytes) -> str:

@@ -38,9 +38,10 @@ import orjson
 from regulator.host import answer_codes
 from regulator.host.instance import read_canaries
 from regulator.protocol.clock import Clock, now_iso, system_clock
+from regulator.protocol.credentials import SECRET_REFERENCE
 from regulator.protocol.errors import HostFailure
 from regulator.protocol.obligations import ObligationState
-from regulator.protocol.policies import SECRET_REFERENCE, Channel, InteractionPolicy, Person
+from regulator.protocol.policies import Channel, InteractionPolicy, Person
 from regulator.protocol.text import visible
 from regulator.protocol.vocab import TERMINAL_STATUSES, severity_at_least
 from regulator.rules.authority import check_disposition_authority, owed_to_s5
@@ -141,7 +142,7 @@ def channel_secrets(policy: InteractionPolicy, env: Env | None = None) -> list[s
     values: list[str] = []
     for person in policy.people:
         for channel in person.channels or []:
-            for text in (channel.url, channel.to):
+            for text in (channel.url, channel.to, *(channel.command or [])):
                 if text is None:
                     continue
                 try:
@@ -614,6 +615,13 @@ def _send_one(
         url: str | None = None
         if channel.url is not None:
             url, used = resolve(channel.url, channel, env, layout.root)
+        if channel.command is not None:
+            command: list[str] = []
+            for arg in channel.command:
+                resolved, values = resolve(arg, channel, env, layout.root)
+                command.append(resolved)
+                used += values
+            channel = channel.model_copy(update={"command": command})
         send(channel, url, message)
     except SendFailed as exc:
         reason = str(exc)

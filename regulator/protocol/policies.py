@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import re
 from typing import Annotated, Literal
-from urllib.parse import parse_qsl, urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import regex
 from pydantic import Field, StrictBool, field_validator, model_validator
 
 from regulator.protocol.base import Record
+from regulator.protocol.credentials import literal_secret, literal_secret_in_command
 from regulator.protocol.vocab import (
     Consumer,
     FailureCause,
@@ -114,45 +114,11 @@ class Attention(Record):
 ChannelType = Literal["desktop", "email", "slack", "ntfy", "webhook", "apprise"]
 CHANNEL_TYPES: tuple[str, ...] = ("desktop", "email", "slack", "ntfy", "webhook", "apprise")
 
-#: ``${NAME}``: a secret taken from the environment or a secrets file when the channel is used.
-SECRET_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _CLOCK_TIME = re.compile(r"^([01][0-9]|2[0-3]):([0-5][0-9])$")
-_SECRET_PARAMS = frozenset(
-    {"token", "key", "apikey", "api_key", "password", "pass", "pwd", "secret", "auth", "access"}
+_USE_A_REFERENCE = (
+    "write the secret as ${NAME} and set NAME in the environment or in a secretsFile outside "
+    "the repository"
 )
-# Services whose URL carries its credential in the path (slack://T/B/C, discord://id/token…).
-_TOKEN_IN_PATH = frozenset(
-    {"slack", "discord", "tgram", "pover", "msteams", "gchat", "matrix", "matrixs", "pbul"}
-)
-# A literal run this long, mixing letters and digits, is taken for a token.
-_TOKENISH = re.compile(r"(?=[A-Za-z0-9_-]*[0-9])(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{24,}")
-
-
-def _literal_secret(value: str) -> str | None:
-    """Why ``value`` (a channel URL or address) seems to hold a literal secret, if it does.
-
-    A heuristic, on purpose strict: a committed policy is read by everyone who clones the
-    repository, so a secret must be written as ``${NAME}`` and come from the environment or
-    a secrets file outside the repository.
-    """
-    bare = SECRET_REFERENCE.sub("", value)
-    if "://" in value:
-        parts = urlsplit(SECRET_REFERENCE.sub("ref", value))
-        netloc = urlsplit(value).netloc
-        if "@" in netloc:
-            userinfo = netloc.rsplit("@", 1)[0]
-            if ":" in userinfo and not SECRET_REFERENCE.fullmatch(userinfo.split(":", 1)[1]):
-                return "a password in the URL"
-        for name, item in parse_qsl(urlsplit(value).query, keep_blank_values=True):
-            if name.lower() in _SECRET_PARAMS and item and not SECRET_REFERENCE.fullmatch(item):
-                return f"a literal {name}= parameter"
-        if parts.scheme.lower() in _TOKEN_IN_PATH:
-            for segment in [urlsplit(value).netloc, *urlsplit(value).path.split("/")]:
-                if segment and not segment.startswith("#") and not SECRET_REFERENCE.search(segment):
-                    return f"a literal token in a {parts.scheme}:// URL"
-    if _TOKENISH.search(bare):
-        return "what looks like a token"
-    return None
 
 
 class QuietHours(Record):
@@ -187,8 +153,9 @@ class Channel(Record):
     """Ours: one place a person is reached, for which obligations, and when not.
 
     The original's closed schema refuses ``channels``; see docs/reaching-people.md. Secrets
-    are never written here: ``${NAME}`` in ``url``/``to`` is taken from the environment, else
-    from ``secretsFile`` (a file outside the repository, ``NAME=value`` lines).
+    are never written here: ``${NAME}`` in ``url``, ``to`` or a ``command`` argument is taken
+    from the environment, else from ``secretsFile`` (a file outside the repository,
+    ``NAME=value`` lines); a literal one is refused (:mod:`regulator.protocol.credentials`).
     """
 
     type: ChannelType
@@ -199,7 +166,8 @@ class Channel(Record):
     # is POSTed); apprise: any URL the apprise library understands.
     url: Annotated[str, Field(min_length=1)] | None = None
     to: Annotated[str, Field(min_length=3)] | None = None  # email: the address
-    # desktop: the command to run instead (title and body are appended as arguments).
+    # desktop: the command to run instead (title and body are appended as arguments); its
+    # ${NAME} parts are replaced when it runs.
     command: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)] | None = None
     min_severity: Severity = "advisory"
     # Concerns (interaction, algedonic-signal, recovery-decision…) or question kinds
@@ -216,11 +184,15 @@ class Channel(Record):
     @field_validator("url", "to")
     @classmethod
     def _no_literal_secret(cls, value: str | None) -> str | None:
-        if value is not None and (why := _literal_secret(value)):
-            raise ValueError(
-                f"holds {why}: write the secret as ${{NAME}} and set NAME in the environment "
-                "or in a secretsFile outside the repository"
-            )
+        if value is not None and (why := literal_secret(value)):
+            raise ValueError(f"holds {why}: {_USE_A_REFERENCE}")
+        return value
+
+    @field_validator("command")
+    @classmethod
+    def _no_literal_secret_argument(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and (why := literal_secret_in_command(value)):
+            raise ValueError(f"holds {why}: {_USE_A_REFERENCE}")
         return value
 
     @field_validator("secrets_file")

@@ -9,8 +9,13 @@ reaches this module (no answer is no disposition). A reason travels beside the a
 note, never inside it: ``yes but only on staging`` is not a yes-word, and is refused.
 
 A choice is answered with one of its options: the option itself, its number (1-based) or a
-prefix of it that no other option shares (case-insensitive). Every other kind is free text,
-recorded as ``fixed``.
+prefix of it that no other option shares. Every other kind is free text, recorded as ``fixed``.
+
+Case is ignored in ASCII letters only. Unicode case folding maps lookalikes onto plain letters
+(``yeſ`` with a long s, ``o\u212a`` with a Kelvin sign, ``ﬁne`` with a ligature all fold to
+ASCII), so an answer a person would not read as the word, or text an agent planted for them to
+paste, could count as it. A word with any other letter is neither a yes nor a no, and a
+non-ASCII letter of a choice matches only itself.
 """
 
 from __future__ import annotations
@@ -56,11 +61,14 @@ UAT_NO_WORDS: tuple[str, ...] = ("fail", "failed")
 YES_NO_KINDS: tuple[str, ...] = ("consent", "uat")
 
 # A word on both lists would make "no" a yes for someone: refuse to run at all.
-_BOTH = {w.casefold() for w in YES_WORDS + UAT_YES_WORDS} & {
-    w.casefold() for w in NO_WORDS + UAT_NO_WORDS
-}
+# Each word is written in lower-case ASCII, as ``is_yes`` compares it.
+_BOTH = set(YES_WORDS + UAT_YES_WORDS) & set(NO_WORDS + UAT_NO_WORDS)
 if _BOTH:
     raise RuntimeError(f"answer words on both the yes and the no list: {sorted(_BOTH)}")
+_ALL = YES_WORDS + UAT_YES_WORDS + NO_WORDS + UAT_NO_WORDS
+_NOT_PLAIN = [w for w in _ALL if not w.isascii() or w != w.lower()]
+if _NOT_PLAIN:
+    raise RuntimeError(f"answer words not in lower-case ASCII: {_NOT_PLAIN}")
 
 _YES_DISPOSITION = {"consent": "accepted", "uat": "verified"}
 
@@ -91,13 +99,28 @@ def accepted_words(kind: str) -> str:
     return f"yes: {', '.join(yes_words(kind))}; no: {', '.join(no_words(kind))}"
 
 
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def fold(text: str) -> str:
+    """``text`` with its ASCII letters lowered and every other character as it is: the only
+    case-insensitivity an answer gets (``str.lower`` too maps the Kelvin sign to ``k``)."""
+    return text.translate(_ASCII_LOWER)
+
+
+def _is_word(answer: str, words: tuple[str, ...]) -> bool:
+    said = answer.strip()
+    return said.isascii() and fold(said) in words
+
+
 def is_yes(answer: str, kind: str = "consent") -> bool:
-    """The whole answer, trimmed, is a yes-word for ``kind`` (case-insensitive)."""
-    return answer.strip().casefold() in {w.casefold() for w in yes_words(kind)}
+    """The whole answer, trimmed, is a yes-word for ``kind`` (case-insensitive in ASCII)."""
+    return _is_word(answer, yes_words(kind))
 
 
 def is_no(answer: str, kind: str = "consent") -> bool:
-    return answer.strip().casefold() in {w.casefold() for w in no_words(kind)}
+    """The whole answer, trimmed, is a no-word for ``kind`` (case-insensitive in ASCII)."""
+    return _is_word(answer, no_words(kind))
 
 
 def interpret(kind: str, text: str, options: Sequence[str] | None = None) -> Meaning:
@@ -124,13 +147,13 @@ def interpret(kind: str, text: str, options: Sequence[str] | None = None) -> Mea
 def _option(said: str, quoted: str, options: Sequence[str]) -> str:
     if said in options:
         return said
-    folded = said.casefold()
-    exact = [o for o in options if o.casefold() == folded]
+    folded = fold(said)
+    exact = [o for o in options if fold(o) == folded]
     if len(exact) == 1:
         return exact[0]
     # A number and a prefix may point at different options ("2" among "1 day", "2 days", "20
     # days"): every reading counts, and more than one is ambiguous.
-    found = exact or [o for o in options if o.casefold().startswith(folded)]
+    found = exact or [o for o in options if fold(o).startswith(folded)]
     if said.isascii() and said.isdigit() and 1 <= int(said) <= len(options):
         found.append(options[int(said) - 1])
     distinct = list(dict.fromkeys(found))

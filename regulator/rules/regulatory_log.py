@@ -943,7 +943,6 @@ class _FoldReader(TailReader[RegulatoryEntry]):
         self._fragment = []
         self._fragment_len = 0
         self._next_line = next_line
-        self._access_problem = None
         self.problems = list(problems)
         self.crc = crc
 

@@ -25,7 +25,7 @@ from regulator.protocol.execution import (
 )
 from regulator.protocol.memory import parse_memory_line
 from regulator.protocol.ours import Provenance, Receipt
-from regulator.store import Layout
+from regulator.store import Layout, StoreError
 from regulator.store.ndjson import Problem, TailReader
 from regulator.store.records import read_bytes
 
@@ -77,7 +77,8 @@ def instance_records(layout: Layout) -> list[tuple[Path, type[Any]]]:
 
 
 def read_log(layout: Layout, spec: LogSpec) -> tuple[list[Any], list[Problem]]:
-    """Every valid record of one log and the problems around them."""
+    """Every valid record of one log and the problems around them; :class:`StoreError` when
+    the log is there but cannot be read at all (a symlink, a FIFO, a directory)."""
     reader = TailReader(spec.path, spec.parse, label=layout.label(spec.path))
     items: list[Any] = []
     while True:
@@ -88,12 +89,25 @@ def read_log(layout: Layout, spec: LogSpec) -> tuple[list[Any], list[Problem]]:
     return items, list(reader.problems)
 
 
-def read_record(layout: Layout, path: Path, model: type[Any]) -> tuple[Any | None, str | None]:
-    """One JSON record, or the problem that kept it from loading (``file: message``)."""
+def read_record(
+    layout: Layout, path: Path, model: type[Any], *, refuse_unreadable: bool = False
+) -> tuple[Any | None, str | None]:
+    """One JSON record, or the problem that kept it from loading (``file: message``).
+
+    With ``refuse_unreadable``, a record that is there but cannot be read at all (a symlink, a
+    FIFO, a directory, an I/O error) raises its :class:`StoreError`, as every reader but
+    ``doctor``'s (which lists them all) does; a record missing or not valid is still a problem.
+    """
     label = layout.label(path)
     try:
-        return load_record(model, read_bytes(path)), None
+        raw = read_bytes(path)
     except FileNotFoundError:
         return None, f"{label}: missing"
+    except StoreError as exc:
+        if refuse_unreadable:
+            raise
+        return None, f"{label}: {exc}"
+    try:
+        return load_record(model, raw), None
     except Exception as exc:  # a bad record is reported, never raised to the reader
         return None, f"{label}: {exc}"

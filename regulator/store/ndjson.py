@@ -294,7 +294,8 @@ class TailReader(Generic[T]):
 
     ``parse`` turns one line (bytes, without its newline) into an item; any exception it raises
     makes the line a :class:`Problem` (``label:line: message``) and the line is skipped. Line
-    numbers are 1-based physical lines. A missing file reads as empty.
+    numbers are 1-based physical lines. A missing file reads as empty; one that cannot be read
+    at all raises (:meth:`refresh`).
     """
 
     @overload
@@ -335,7 +336,6 @@ class TailReader(Generic[T]):
         self._fragment: list[bytes] = []
         self._fragment_len = 0
         self._next_line = 1
-        self._access_problem: str | None = None
         self.problems: list[Problem] = []
         self.restarts = 0
 
@@ -355,7 +355,12 @@ class TailReader(Generic[T]):
         return b"".join(self._fragment)
 
     def refresh(self, max_bytes: int | None = None) -> TailBatch[T]:
-        """Read what was appended since the last refresh (at most about ``max_bytes``)."""
+        """Read what was appended since the last refresh (at most about ``max_bytes``).
+
+        A log that is there but cannot be read (a symlink, a FIFO, a directory, an I/O error)
+        raises :class:`StoreError` naming it, as a writer does: read as empty, it would say
+        that nothing is owed. A missing log reads as empty.
+        """
         batch: TailBatch[T] = TailBatch()
         try:
             fd = open_file(self.path, os.O_RDONLY)
@@ -365,11 +370,11 @@ class TailReader(Generic[T]):
             if self._identity is not None and self._read_to > 0:
                 self._restart(batch, REMOVED_MESSAGE)
                 self._identity = None
-            self._access_problem = None
             return batch
-        except (StoreError, OSError) as error:
-            self._report_access(batch, error)
-            return batch
+        except StoreError:
+            raise
+        except OSError as error:
+            raise StoreIOError(self.path, "read", error) from error
         try:
             st = os.fstat(fd)
             identity = (st.st_dev, st.st_ino)
@@ -380,7 +385,6 @@ class TailReader(Generic[T]):
             ):
                 self._restart(batch, RESTART_MESSAGE)
             self._identity = identity
-            self._access_problem = None
             size = st.st_size
             budget = size if max_bytes is None else max(1, max_bytes)
             read = 0
@@ -398,7 +402,7 @@ class TailReader(Generic[T]):
                 read += len(chunk)
                 self._consume(chunk, batch)
         except OSError as error:
-            self._report_access(batch, error)
+            raise StoreIOError(self.path, "read", error) from error
         finally:
             os.close(fd)
         return batch
@@ -420,22 +424,6 @@ class TailReader(Generic[T]):
         batch.items.clear()
         batch.problems[:] = [notice]
         batch.restarted = True
-
-    def _report_access(self, batch: TailBatch[T], error: Exception) -> None:
-        if isinstance(error, StoreError):
-            message = str(error)
-            if message.startswith(f"{self.path}: "):
-                message = message[len(str(self.path)) + 2 :]
-        elif isinstance(error, OSError):
-            message = f"cannot read: {error.strerror or error}"
-        else:
-            message = str(error)
-        if message == self._access_problem:
-            return  # reported once, not on every refresh
-        self._access_problem = message
-        problem = Problem(self.label, None, message)
-        self.problems.append(problem)
-        batch.problems.append(problem)
 
     def _consume(self, chunk: bytes, batch: TailBatch[T]) -> None:
         first = chunk.find(b"\n")

@@ -18,17 +18,18 @@ internal failure it fails closed and returns the marker alone).
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from itertools import accumulate
 from typing import Any
 
-from regulator.host.instance import read_canaries
+from regulator.protocol.credentials import is_secret_name
 from regulator.protocol.text import visible
-from regulator.store import Layout
+from regulator.store import Layout, NotUnderInstance, RecordNotFound, read_text
 
 REDACTED = "«redacted»"
 MAX_CHARS = 2000
@@ -232,9 +233,12 @@ class Redactor:
         """A redactor for the instance's canaries (none when the file is missing) and the
         secrets its people's channels use (``${NAME}`` values found in the environment or a
         secrets file: docs/reaching-people.md)."""
-        from regulator.host.channels import instance_channel_secrets
+        secrets: list[str] = []
+        if _may_name_secrets(layout):
+            from regulator.host.channels import instance_channel_secrets
 
-        return cls([*read_canaries(layout), *instance_channel_secrets(layout)])
+            secrets = instance_channel_secrets(layout)
+        return cls([*_read_canaries(layout), *secrets])
 
     def __repr__(self) -> str:
         # Never the values themselves: a repr ends up in logs and tracebacks.
@@ -253,6 +257,11 @@ class Redactor:
     def redact(self, text: str) -> str:
         """``text`` without canaries or credentials, capped at 2000 characters (with "…")."""
         return self.scrub(text)[0]
+
+    def lines(self, text: str) -> str:
+        """Each line of ``text`` redacted and capped on its own: text a command prints, made
+        of record fields already ``visible``, so a cap never swallows the line break after it."""
+        return "\n".join(map(self.redact, text.split("\n")))
 
     def safe(self, text: str, *, newlines: bool = False) -> str:
         """Redacted, then control characters escaped: ready for a terminal.
@@ -388,29 +397,44 @@ def _cover(pattern: re.Pattern[str], text: str) -> tuple[str, int]:
     return "".join(parts), len(spans)
 
 
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-_SECRET_WORDS = frozenset(
-    {"token", "secret", "password", "passwd", "pwd", "apikey", "credential", "credentials"}
-)
-# A bare "key" is an id as often as a secret (the effect journal's idempotency key): only
-# these kinds of key are secrets.
-_SECRET_KEY_KINDS = frozenset({"api", "access", "private", "secret", "signing", "client"})
+def _read_canaries(layout: Layout) -> list[str]:
+    # host.instance.read_canaries, without importing it (and with it the policy loader and
+    # YAML, which `obligations --json` does not otherwise need). Read through the store, so a
+    # symlink or a FIFO planted as ``canaries`` is refused, never followed or blocked on.
+    try:
+        text = read_text(layout.canaries)
+    except (RecordNotFound, NotUnderInstance):
+        return []
+    return [line for line in text.splitlines() if line]
 
 
-@lru_cache(maxsize=4096)  # records repeat the same few dozen field names
-def _secret_name(name: str) -> bool:
-    parts = [p for p in re.split(r"[_.\-\s]+", _CAMEL.sub("_", name).lower()) if p]
-    if not parts:
-        return False
-    if parts[-1] in _SECRET_WORDS:
-        return True
-    return parts[-1] == "key" and len(parts) > 1 and parts[-2] in _SECRET_KEY_KINDS
-
-
-def is_secret_name(name: object) -> bool:
-    """Whether a field name says its value is a secret: ``token``, ``GITHUB_TOKEN``,
-    ``clientSecret``, ``api_key``, ``db.password``; not ``key``, ``tokens`` or ``keyId``."""
-    return isinstance(name, str) and len(name) <= 100 and _secret_name(name)
+def _may_name_secrets(layout: Layout) -> bool:
+    """Whether the instance's interaction policy may name a channel secret: only then is it
+    loaded (with the policy loader). A ``${NAME}`` needs a ``$``, or an escape (``\\u0024``,
+    a YAML tag) that makes one; the shipped policy, used when the instance has none, names
+    none. Anything but a regular file is left to the loader, which refuses it."""
+    policies = layout.root / "regulator" / "policies"
+    for suffix in (".yaml", ".yml", ".json"):
+        path = policies / f"interaction{suffix}"
+        try:
+            # Never follow a symlink or block on a FIFO planted there.
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return True
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return True
+            with os.fdopen(fd, "rb", closefd=False) as f:
+                data = f.read()
+        except OSError:
+            return True
+        finally:
+            os.close(fd)
+        if any(mark in data for mark in (b"$", b"\\", b"!")):
+            return True
+    return False
 
 
 def _cap(text: str, *, force: bool = False) -> str:

@@ -11,12 +11,12 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 
-from regulator.policy import POLICY_KINDS, Definition, PolicyError
 from regulator.protocol.clock import now_iso
+from regulator.protocol.credentials import is_secret_name
 from regulator.protocol.execution import (
     AttemptRecord,
     BudgetLedger,
@@ -37,19 +37,29 @@ from regulator.store import Layout, StoreError, list_dir
 from regulator.store.collector import collector_paused
 from regulator.store.logs import LogSpec, model_parser, read_log, read_record
 from regulator.views.describe import describe_obligation
-from regulator.views.redaction import MIN_CANARY_CHARS, REDACTED, Redactor, is_secret_name
+from regulator.views.redaction import MIN_CANARY_CHARS, REDACTED, Redactor
+
+if TYPE_CHECKING:
+    # Imported where a status is built: `obligations --json` redacts its list with this
+    # module's writer and does not load the policies (nor their loader and YAML).
+    from regulator.policy import Definition
 
 
 def _unit_view(
     layout: Layout, unit_id: str, obligation_ids: list[str], problems: list[str]
 ) -> dict[str, Any]:
-    unit, problem = read_record(layout, layout.unit_record(unit_id), UnitRecord)
+    unit, problem = read_record(
+        layout, layout.unit_record(unit_id), UnitRecord, refuse_unreadable=True
+    )
     if problem is not None:
         problems.append(problem)
     view: dict[str, Any] = {"unit": unit.to_json_dict() if unit else {"unitId": unit_id}}
     if unit is not None:
         contract, problem = read_record(
-            layout, layout.contract(unit_id, unit.contract.version), WorkContract
+            layout,
+            layout.contract(unit_id, unit.contract.version),
+            WorkContract,
+            refuse_unreadable=True,
         )
         if contract is not None:
             view["contract"] = contract.to_json_dict()
@@ -64,7 +74,9 @@ def _unit_view(
         problems += [str(p) for p in found]
     budgets = layout.list_budgets(unit_id)
     if budgets:
-        ledger, problem = read_record(layout, layout.budget(unit_id, budgets[-1]), BudgetLedger)
+        ledger, problem = read_record(
+            layout, layout.budget(unit_id, budgets[-1]), BudgetLedger, refuse_unreadable=True
+        )
         if ledger is not None:
             view["budget"] = ledger.to_json_dict()
         elif problem is not None:
@@ -86,12 +98,17 @@ class Status:
     #: ``write_status_json`` to fill.
     lazy: bool = False
     interactions: list[InteractionState] = field(default_factory=list)
+    #: Entries under ``.regulator/`` the store refuses and no reader here opened: the view
+    #: names them among its problems, and ``status`` refuses after showing it.
+    misplaced: list[str] = field(default_factory=list)
 
 
 def build_status(root: Path, definition: Definition, *, obligations: bool = True) -> Status:
     """The read model of the instance at ``root``. Without ``obligations`` the view leaves out
     the obligations' and interactions' JSON (``Status.obligations`` and ``.interactions`` still
     hold them): the text view does not need it, and ``write_status_json`` makes it in batches."""
+    from regulator.policy import POLICY_KINDS, PolicyError
+
     layout = Layout(root)
     policy_problems: list[str] = []
     policies: dict[str, Any] = {}
@@ -108,13 +125,18 @@ def build_status(root: Path, definition: Definition, *, obligations: bool = True
             policy_problems += [p for p in exc.problems if p not in policy_problems]
     log = RegulatoryLog(layout)
     log.refresh()
+    # Symlinks, FIFOs, misplaced directories: listings skip them, so name them here.
+    misplaced = layout.misplaced()
     with collector_paused(freeze=True):
-        view = _view(root, definition, layout, log, policies, policy_problems, obligations)
+        view = _view(
+            root, definition, layout, log, policies, policy_problems, misplaced, obligations
+        )
     return Status(
         view,
         list(log.obligations.values()),
         lazy=not obligations,
         interactions=list(log.interactions.values()),
+        misplaced=misplaced,
     )
 
 
@@ -125,17 +147,20 @@ def _view(
     log: RegulatoryLog,
     policies: dict[str, Any],
     policy_problems: list[str],
+    misplaced: list[str],
     obligations: bool,
 ) -> dict[str, Any]:
     problems: list[str] = []
     instance: dict[str, Any] = {"dir": str(root)}
-    manifest, problem = read_record(layout, layout.manifest, InstanceManifest)
+    # A file read here that cannot be read at all (a FIFO, a symlink) refuses the whole view.
+    manifest, problem = read_record(
+        layout, layout.manifest, InstanceManifest, refuse_unreadable=True
+    )
     if manifest is not None:
         instance["manifest"] = manifest.to_json_dict()
     else:
         instance["manifestProblem"] = problem
-    # Symlinks, FIFOs, misplaced directories: listings skip them, so name them here.
-    problems += layout.misplaced()
+    problems += misplaced
     by_unit: dict[str, list[str]] = {}
     for o in log.obligations.values():
         if o.unit is not None:
@@ -151,7 +176,7 @@ def _view(
     for name in names:
         if name.endswith(".json"):
             path = layout.leases_dir / name
-            lease, problem = read_record(layout, path, Lease)
+            lease, problem = read_record(layout, path, Lease, refuse_unreadable=True)
             if lease is not None:
                 leases.append({"lease": lease.to_json_dict()})
             elif problem is not None:
@@ -393,13 +418,30 @@ def _interaction_json(interaction: InteractionState, strings: list[Any]) -> dict
 _ANSWER_KEYS = frozenset({"at", "by", "outcome", "channel", "answer"})
 
 
+def write_records_json(
+    items: list[Any],
+    to_json: _ToJson,
+    redactor: Redactor,
+    write: Callable[[bytes | memoryview], object],
+) -> None:
+    """``items`` as a JSON list of their ``to_json`` dicts (indented by two, ending in a newline),
+    redacted and inert: the bytes ``print_json`` would write of the redacted list, made as the
+    status view's lists are (one batch's JSON in memory at a time)."""
+    with collector_paused(freeze=True):
+        _write_records(items, to_json, _Scrubber(redactor), write, top=True)
+    write(b"\n")
+
+
 def _write_records(
     items: list[Any],
     to_json: _ToJson,
     scrubber: _Scrubber,
     write: Callable[[bytes | memoryview], object],
+    *,
+    top: bool = False,
 ) -> None:
-    """``items`` as the JSON list at depth 2 of the view, redacted as ``scrubber.walk`` would.
+    """``items`` as the JSON list at depth 2 of the view (or as the whole document, ``top``),
+    redacted as ``scrubber.walk`` would.
 
     A batch's dicts are made with ``fast_dump``, which lists the strings it put in them; the
     redactor looks at the batch's distinct strings all at once (``Redactor.suspects``), and only
@@ -423,15 +465,16 @@ def _write_records(
         for index in walk:
             scrubber.walk(dicts[index])
         # The batch inside the same nesting as in the view, so orjson indents it the same.
-        encoded = orjson.dumps({"i": {"o": dicts}}, option=_INDENT)
-        assert encoded.startswith(_NEST_HEAD) and encoded.endswith(_NEST_TAIL)
-        body = memoryview(encoded)[len(_NEST_HEAD) : -len(_NEST_TAIL)]
+        encoded = orjson.dumps(dicts if top else {"i": {"o": dicts}}, option=_INDENT)
+        head, tail = (b"[", b"\n]") if top else (_NEST_HEAD, _NEST_TAIL)
+        assert encoded.startswith(head) and encoded.endswith(tail)
+        body = memoryview(encoded)[len(head) : -len(tail)]
         write(opening)
         # Plain ASCII (almost always): the batch's bytes as they are, not copied (at 1,000,000
         # lines copying them costs a quarter of a second).
         write(body if _plain(encoded) else inert_json_bytes(bytes(body)))
         opening = b","
-    write(b"\n    ]")
+    write(b"\n]" if top else b"\n    ]")
 
 
 def _records_to_walk(
