@@ -182,6 +182,28 @@ def test_init_under_a_definition_elsewhere_writes_no_policy(repo: Path, tmp_path
     )
 
 
+def test_doctor_says_who_anyone_on_the_machine_may_act_as(instance: Path) -> None:
+    result = run_cli("doctor", cwd=instance)
+    assert result.returncode == 0, result.stdout
+    lines = result.stdout.splitlines()
+    assert any(line.startswith("notice  people") for line in lines), result.stdout
+    for who in ("alice", "bob"):
+        assert (
+            f"anyone on this machine may act as {who}: give {who} osUsers (docs/policies.md)"
+            in result.stdout
+        )
+    report = json.loads(run_cli("doctor", "--json", cwd=instance).stdout)
+    people = next(c for c in report["checks"] if c["name"] == "people")
+    assert (people["level"], len(people["notices"])) == ("notice", 2)
+
+
+def test_doctor_has_no_notice_for_the_person_init_wrote(repo: Path) -> None:
+    assert run_cli("init", "--by", "carol", cwd=repo).returncode == 0
+    report = json.loads(run_cli("doctor", "--json", cwd=repo).stdout)
+    people = next(c for c in report["checks"] if c["name"] == "people")
+    assert (people["level"], people["notices"]) == ("ok", [])
+
+
 def test_carol_answers_with_regulator_person_and_no_by(repo: Path) -> None:
     assert run_cli("init", "--by", "carol", cwd=repo).returncode == 0
     oid = (
