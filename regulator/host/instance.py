@@ -17,6 +17,7 @@ import re
 import socket
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -92,9 +93,9 @@ def is_person_name(name: str) -> bool:
     return _PERSON_NAME.fullmatch(name) is not None
 
 
-def person_policy_text(name: str, user: str) -> str:
-    """The interaction policy ``init`` writes: the shipped one's timeouts, attention and reminder,
-    and ``name`` as its only person, with every grant, whom only OS user ``user`` may name."""
+def interaction_policy_text(people: list[dict[str, Any]], *, heading: str) -> str:
+    """An interaction policy of the shipped timeouts, attention and reminder and of ``people``
+    (each its fields as the policy spells them), with ``heading`` as its first comment."""
     _, shipped = read_definition_data("interaction", shipped_policies_dir() / "interaction.yaml")
     values = yaml.safe_dump(
         {key: value for key, value in shipped.items() if key != "people"},
@@ -102,45 +103,54 @@ def person_policy_text(name: str, user: str) -> str:
         allow_unicode=True,
         width=96,
     )
-    # Quoted as JSON strings: a name like `yes` or `null` stays a string in YAML.
-    person = (
-        f"{{ name: {json.dumps(name, ensure_ascii=False)}, resolveUpTo: critical, "
-        f"acceptRisk: true, actAsS5: true, osUsers: [{json.dumps(user, ensure_ascii=False)}] }}"
-    )
+    # Every value as JSON: a name like `yes` or `null` stays a string in YAML.
+    lines = [
+        "  - { "
+        + ", ".join(f"{key}: {json.dumps(value, ensure_ascii=False)}" for key, value in p.items())
+        + " }\n"
+        for p in people
+    ]
     return (
-        "# This repository's interaction policy, written by `regulator init`: how long a question\n"
-        "# waits, how much a unit may ask, and who may answer and decide (docs/policies.md).\n"
-        f"{values}"
-        "# Only these people may answer, resolve, escalate or act as S5, each only from the OS\n"
-        "# users in their osUsers. To add someone, add a line and commit the file, for example:\n"
+        "".join(f"# {line}\n" for line in heading.splitlines())
+        + values
+        + "# Who may answer, acknowledge, resolve, escalate or act as S5 (docs/policies.md).\n"
+        "# To add someone, add a line and commit the file, for example:\n"
         "#   - { name: dave, resolveUpTo: blocking, acceptRisk: false, actAsS5: false, "
         "osUsers: [dave] }\n"
-        "# Without osUsers, anyone on this machine may act as the person (`regulator doctor` "
-        "warns).\n"
-        "people:\n"
-        f"  - {person}\n"
+        "# osUsers: the OS users who may act as the person; without it, anyone on this machine\n"
+        "# may (`regulator doctor` warns).\n"
+        "people:\n" + "".join(lines)
     )
 
 
-def _checked_person_policy(name: str, user: str) -> str:
-    """The policy's text, once it reads back as exactly the one person meant."""
-    text = person_policy_text(name, user)
+def checked_interaction_policy(people: list[dict[str, Any]], *, heading: str) -> str:
+    """:func:`interaction_policy_text`, once it reads back as exactly the people meant."""
+    text = interaction_policy_text(people, heading=heading)
+    names = ", ".join(repr(p.get("name")) for p in people)
     try:
-        wanted = Person.model_validate(
-            {
-                "name": name,
-                "resolveUpTo": "critical",
-                "acceptRisk": True,
-                "actAsS5": True,
-                "osUsers": [user],
-            }
-        )
+        wanted = [Person.model_validate(p) for p in people]
         policy = InteractionPolicy.model_validate(yaml.safe_load(text))
     except (ValueError, yaml.YAMLError) as exc:
-        raise InitError(f"{name!r}: cannot be the person of an interaction policy: {exc}") from None
-    if policy.people != [wanted]:
-        raise InitError(f"{name!r}, OS user {user!r}: do not read back from YAML as written")
+        raise InitError(f"{names}: cannot be the people of an interaction policy: {exc}") from None
+    if policy.people != wanted:
+        raise InitError(f"{names}: do not read back from YAML as written")
     return text
+
+
+def _person_policy(name: str, user: str) -> str:
+    """The policy ``init`` writes: ``name``, with every grant, whom only ``user`` may name."""
+    person = {
+        "name": name,
+        "resolveUpTo": "critical",
+        "acceptRisk": True,
+        "actAsS5": True,
+        "osUsers": [user],
+    }
+    heading = (
+        "This repository's interaction policy, written by `regulator init`: how long a question\n"
+        "waits, how much a unit may ask, and who may answer and decide."
+    )
+    return checked_interaction_policy([person], heading=heading)
 
 
 def _own_interaction_policy(root: Path, defn: Definition, override: Path | None) -> Path | None:
@@ -223,7 +233,7 @@ def init_instance(
                 f"{person_policy}: git ignores it; init commits the interaction policy it writes "
                 "(the people who may decide belong to the repository)"
             )
-        policy_text = _checked_person_policy(person, user)
+        policy_text = _person_policy(person, user)
     if defn.root is None and person_policy is not None:
         definition_root = person_policy.parent.parent
     else:
