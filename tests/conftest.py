@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -76,9 +77,24 @@ def run_cli(
     )
 
 
+def with_example_people(root: Path) -> Path:
+    """Commit the shipped example people, alice and bob (neither pinned to an OS user), as the
+    repository's own interaction policy: the people the tests answer as. `init` names only the
+    person who runs it; a repository that has a policy keeps it."""
+    from regulator.policy import shipped_policies_dir
+
+    policies = root / "regulator" / "policies"
+    policies.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(shipped_policies_dir() / "interaction.yaml", policies / "interaction.yaml")
+    git(root, "add", "--", "regulator/policies/interaction.yaml")
+    git(root, "commit", "--quiet", "-m", "the example people, alice and bob")
+    return root
+
+
 @pytest.fixture
 def instance(repo: Path) -> Iterator[Path]:
-    """An initialized instance on the shipped policies."""
+    """An initialized instance on the shipped policies, with alice and bob as its people."""
+    with_example_people(repo)
     result = run_cli("init", "--by", "alice", cwd=repo)
     assert result.returncode == 0, result.stderr
     yield repo

@@ -52,11 +52,12 @@ def test_init_in_a_subdirectory_makes_the_repository_root_the_instance(repo: Pat
     assert not (repo / "src" / ".regulator").exists()
 
 
-def test_doctor_passes_on_a_fresh_instance(instance: Path) -> None:
-    result = run_cli("doctor", cwd=instance)
+def test_doctor_passes_without_a_notice_on_a_fresh_instance(repo: Path) -> None:
+    assert run_cli("init", "--by", "carol", cwd=repo).returncode == 0
+    result = run_cli("doctor", cwd=repo)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.splitlines()[-1] == "0 problem(s)"
-    report = json.loads(run_cli("doctor", "--json", cwd=instance).stdout)
+    report = json.loads(run_cli("doctor", "--json", cwd=repo).stdout)
     assert report["problems"] == 0
     assert {c["name"] for c in report["checks"]} >= {"manifest", "logs", "policy routing"}
 

@@ -180,7 +180,7 @@ def test_a_refused_disposition_writes_nothing(
 
 def test_a_person_whose_os_users_exclude_this_user_cannot_be_named(instance: Path) -> None:
     policies = instance / "regulator" / "policies"
-    policies.mkdir(parents=True)
+    policies.mkdir(parents=True, exist_ok=True)
     (policies / "interaction.yaml").write_text(
         (Path(__file__).parent.parent / "policies" / "interaction.yaml")
         .read_text()

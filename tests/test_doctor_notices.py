@@ -15,6 +15,8 @@ from .conftest import run_cli
 from .factory import append, message
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+# The instance's example people, alice and bob, have no osUsers: a notice each.
+PEOPLE_NOTICES = 2
 
 
 def _route_without_delivering(root: Path, *messages: dict[str, object]) -> None:
@@ -35,7 +37,7 @@ def test_an_obligation_owed_to_a_person_not_yet_delivered_is_a_notice_and_doctor
     lines = result.stdout.splitlines()
     assert any(line.startswith("notice  obligations") for line in lines), result.stdout
     assert any("is not delivered yet" in line for line in lines)
-    assert lines[-1] == "0 problem(s), 1 notice(s)"
+    assert lines[-1] == f"0 problem(s), {1 + PEOPLE_NOTICES} notice(s)"
 
 
 def test_doctor_json_gives_each_checks_level_problems_and_notices_and_the_counts(
@@ -47,7 +49,7 @@ def test_doctor_json_gives_each_checks_level_problems_and_notices_and_the_counts
     result = run_cli("doctor", "--json", cwd=instance)
     assert result.returncode == 0
     report = json.loads(result.stdout)
-    assert (report["problems"], report["notices"]) == (0, 1)
+    assert (report["problems"], report["notices"]) == (0, 1 + PEOPLE_NOTICES)
     checks = {c["name"]: c for c in report["checks"]}
     assert set(checks["obligations"]) == {"name", "level", "ok", "detail", "problems", "notices"}
     assert checks["obligations"]["level"] == "notice" and checks["obligations"]["ok"] is True
@@ -63,7 +65,8 @@ def test_once_delivered_the_notice_is_gone(instance: Path) -> None:
     assert run_cli("remind", cwd=instance).returncode == 0
     result = run_cli("doctor", cwd=instance)
     assert result.returncode == 0
-    assert result.stdout.splitlines()[-1] == "0 problem(s)"
+    assert result.stdout.splitlines()[-1] == f"0 problem(s), {PEOPLE_NOTICES} notice(s)"
+    assert "is not delivered yet" not in result.stdout
 
 
 def test_a_veto_holding_every_unit_is_still_a_problem_beside_a_notice(instance: Path) -> None:
@@ -77,6 +80,6 @@ def test_a_veto_holding_every_unit_is_still_a_problem_beside_a_notice(instance: 
     assert "PROBLEM obligations" in result.stdout
     assert "holds every unit: the base fails its tests" in result.stdout
     assert "notice: " in result.stdout  # beside a problem, a notice says it is one
-    assert result.stdout.splitlines()[-1] == "1 problem(s), 1 notice(s)"
+    assert result.stdout.splitlines()[-1] == f"1 problem(s), {1 + PEOPLE_NOTICES} notice(s)"
     report = json.loads(run_cli("doctor", "--json", cwd=instance).stdout)
-    assert (report["problems"], report["notices"]) == (1, 1)
+    assert (report["problems"], report["notices"]) == (1, 1 + PEOPLE_NOTICES)

@@ -365,3 +365,14 @@ def test_the_demo_finishes_in_under_a_minute_and_shows_every_state(tmp_path: Pat
     memory = (tmp_path / "demo" / ".regulator" / "memory.ndjson").read_text()
     assert "memory-recorded" in memory
     assert (tmp_path / "demo" / ".regulator" / "outbox").read_text().count("\n") >= 8
+
+
+def test_the_demo_brings_its_own_example_people_and_commits_them(tmp_path: Path) -> None:
+    from regulator.host.demo import build_demo
+
+    root = tmp_path / "demo"
+    build_demo(root)
+    # Not the person running the demo, whom a plain `init` would name: alice and bob.
+    people = load_definition(root).interaction.people
+    assert [(p.name, p.os_users) for p in people] == [("alice", None), ("bob", None)]
+    assert "regulator/policies/interaction.yaml" in git(root, "ls-files").split()

@@ -155,7 +155,7 @@ def test_a_repository_definition_is_found_under_regulator_policies(repo: Path) -
 
 
 def test_doctor_refuses_a_bad_policy_and_writes_nothing(instance: Path) -> None:
-    (instance / "regulator" / "policies").mkdir(parents=True)
+    (instance / "regulator" / "policies").mkdir(parents=True, exist_ok=True)
     text = (
         (shipped_policies_dir() / "routing.yaml")
         .read_text()
@@ -175,7 +175,7 @@ def test_doctor_refuses_a_bad_policy_and_writes_nothing(instance: Path) -> None:
 
 
 def test_status_refuses_a_bad_policy_with_a_one_line_message(instance: Path) -> None:
-    (instance / "regulator" / "policies").mkdir(parents=True)
+    (instance / "regulator" / "policies").mkdir(parents=True, exist_ok=True)
     (instance / "regulator" / "policies" / "recovery.yaml").write_text(
         "name: recovery\nversion: [\n"
     )

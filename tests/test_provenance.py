@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,8 @@ def test_logname_and_user_set_to_someone_else_do_not_change_the_recorded_os_user
 def test_provenance_records_the_shipped_definition_when_the_instance_has_none(
     instance: Path,
 ) -> None:
+    # As an instance made under a --definition elsewhere has: init wrote it no policy.
+    shutil.rmtree(instance / "regulator")
     oid = open_one(instance)
     assert run_cli("obligation", "ack", oid, "--by", "bob", cwd=instance).returncode == 0
     assert last_provenance(instance)["definition"] == "shipped"

@@ -31,12 +31,16 @@ def cmd_init(args: argparse.Namespace) -> int:
         where = result.person_policy.relative_to(result.root)
         print(
             visible(
-                f"people: {manifest.initialized_by} may answer and decide everything here "
-                f"(wrote {where}; commit it, and add the others who may answer)"
+                f"people: {result.person} may answer and decide everything here, only as OS user "
+                f"{result.person_os_user} (wrote {where}; add the others who may answer there)"
             )
         )
-    if result.gitignore_commit:
-        print(f"committed {result.gitignore_commit[:7]}: .gitignore ignores .regulator/")
+    if result.commit:
+        said = "; ".join(
+            f"{path} ignores .regulator/" if path == ".gitignore" else f"{path} names who decides"
+            for path in result.committed
+        )
+        print(visible(f"committed {result.commit[:7]}: {said}"))
     else:
         print(".gitignore already ignores .regulator/; nothing to commit")
     print("next: `regulator doctor`, then `regulator status`")

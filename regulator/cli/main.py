@@ -85,13 +85,19 @@ def build_parser() -> argparse.ArgumentParser:
         sub,
         "init",
         "regulator.cli.instance_cmds:cmd_init",
-        "make a git repository an instance: .regulator/ with its manifest and canaries",
-        "regulator init . --by alice",
+        "make a git repository an instance: .regulator/ with its manifest and canaries, and "
+        "where it has none, an interaction policy naming only you",
+        "regulator init . --by carol",
     )
     p.add_argument(
         "dir", nargs="?", default=".", metavar="DIR", help="a directory in the repository"
     )
-    p.add_argument("--by", metavar="WHO", help="who initializes it (default: user@host)")
+    p.add_argument(
+        "--by",
+        metavar="NAME",
+        help="you, as the interaction policy names you; where the repository has no policy, "
+        "init writes one naming only NAME, pinned to your OS user (default: your OS user)",
+    )
 
     p = _command(
         sub,

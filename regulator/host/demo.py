@@ -1,7 +1,8 @@
 """``regulator demo DIR [--live]``: a small project with every state the control room shows.
 
 Everything in it is written by the real code paths: a git repository with a tiny Python
-project, ``init``, and scripted units driven through the real loop (worktrees, host checks,
+project and its own interaction policy (the example people alice and bob, whom the room acts
+as), ``init``, and scripted units driven through the real loop (worktrees, host checks,
 routing, recovery, delivery). The story runs on a simulated clock that starts two hours ago and
 ends now, so the reminder that an hour of silence earns is real too.
 
@@ -23,7 +24,7 @@ from typing import Any
 
 from regulator.host import gitops
 from regulator.host.delivery import remind_due
-from regulator.host.instance import init_instance
+from regulator.host.instance import checked_interaction_policy, init_instance
 from regulator.host.loop import Loop
 from regulator.host.sessions.script import ScriptAdapter
 from regulator.policy import load_definition
@@ -395,6 +396,18 @@ def story(clock: Clock) -> list[DemoUnit]:
     ]
 
 
+# The shipped example people. Pinned to no OS user: the demo's files are the same on every
+# machine (its screenshots show commit ids), and it is a demo, not an instance to trust.
+DEMO_PEOPLE: list[dict[str, Any]] = [
+    {"name": "alice", "resolveUpTo": "critical", "acceptRisk": True, "actAsS5": True},
+    {"name": "bob", "resolveUpTo": "blocking", "acceptRisk": False, "actAsS5": False},
+]
+DEMO_PEOPLE_HEADING = (
+    "The demo's interaction policy. alice and bob are examples: with no osUsers, anyone on\n"
+    "this machine may act as them."
+)
+
+
 def build_demo(
     directory: Path,
     *,
@@ -417,6 +430,12 @@ def build_demo(
     (directory / "tests" / "test_calc.py").write_text(CALC_TESTS, encoding="utf-8")
     (directory / "README.md").write_text(
         "# calc\n\nThe regulator demo project.\n", encoding="utf-8"
+    )
+    # Its own people, so that `init` (which would name only whoever runs the demo) keeps them.
+    policies = directory / "regulator" / "policies"
+    policies.mkdir(parents=True)
+    (policies / "interaction.yaml").write_text(
+        checked_interaction_policy(DEMO_PEOPLE, heading=DEMO_PEOPLE_HEADING), encoding="utf-8"
     )
     gitops.git(directory, "add", "-A")
     gitops.git(

@@ -3,24 +3,31 @@
 ``init`` is the only writer of the manifest and the canaries. It refuses a directory outside a
 git repository and an instance that already exists, and checks the definition before it writes
 anything, so a refusal leaves the repository as it was.
+
+Where the repository's definition has no interaction policy of its own, ``init`` writes one
+naming only the person who ran it, pinned to their OS user: the shipped policy's people are
+examples, and an instance that kept them would let anyone on the machine answer as them.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from regulator.host import gitops
-from regulator.policy import PolicyError, load_definition, shipped_policies_dir
+from regulator.policy import Definition, PolicyError, load_definition, shipped_policies_dir
+from regulator.policy.loader import check_directory, read_definition_data
 from regulator.protocol.clock import Clock, now_iso, system_clock
 from regulator.protocol.errors import Refused
 from regulator.protocol.manifest import InstanceManifest
-from regulator.protocol.policies import InteractionPolicy
+from regulator.protocol.policies import InteractionPolicy, Person
 from regulator.rules.authority import process_os_user
 from regulator.store import (
     Layout,
@@ -67,15 +74,71 @@ class InitResult:
     root: Path
     manifest: InstanceManifest
     canaries: int
-    gitignore_commit: str | None
-    # The interaction policy written for `init --by NAME`, if init wrote one.
+    # init's commit, and the files it holds: the .gitignore line, the interaction policy.
+    commit: str | None
+    committed: tuple[str, ...] = ()
+    # The interaction policy init wrote, if it wrote one: its one person and their OS user.
     person_policy: Path | None = None
+    person: str | None = None
+    person_os_user: str | None = None
 
 
-def write_person_policy(path: Path, name: str, user: str) -> Path:
-    """A copy of the shipped interaction policy with ``name`` added as a person: every grant,
-    and only the OS user who ran init may act as them."""
-    shipped = (shipped_policies_dir() / "interaction.yaml").read_text(encoding="utf-8")
+# A letter, then letters, digits, '.', '_' or '-': a name to type after --by, that YAML keeps a
+# string and no terminal shows as something else.
+_PERSON_NAME = re.compile(r"[^\W\d_][\w.-]{0,63}")
+PERSON_NAME_RULE = "a letter, then up to 63 letters, digits, '.', '_' or '-'"
+
+
+def is_person_name(name: str) -> bool:
+    return _PERSON_NAME.fullmatch(name) is not None
+
+
+def interaction_policy_text(people: list[dict[str, Any]], *, heading: str) -> str:
+    """An interaction policy of the shipped timeouts, attention and reminder and of ``people``
+    (each its fields as the policy spells them), with ``heading`` as its first comment."""
+    _, shipped = read_definition_data("interaction", shipped_policies_dir() / "interaction.yaml")
+    values = yaml.safe_dump(
+        {key: value for key, value in shipped.items() if key != "people"},
+        sort_keys=False,
+        allow_unicode=True,
+        width=96,
+    )
+    # Every value as JSON: a name like `yes` or `null` stays a string in YAML.
+    lines = [
+        "  - { "
+        + ", ".join(f"{key}: {json.dumps(value, ensure_ascii=False)}" for key, value in p.items())
+        + " }\n"
+        for p in people
+    ]
+    return (
+        "".join(f"# {line}\n" for line in heading.splitlines())
+        + values
+        + "# Who may answer, acknowledge, resolve, escalate or act as S5 (docs/policies.md).\n"
+        "# To add someone, add a line and commit the file, for example:\n"
+        "#   - { name: dave, resolveUpTo: blocking, acceptRisk: false, actAsS5: false, "
+        "osUsers: [dave] }\n"
+        "# osUsers: the OS users who may act as the person; without it, anyone on this machine\n"
+        "# may (`regulator doctor` warns).\n"
+        "people:\n" + "".join(lines)
+    )
+
+
+def checked_interaction_policy(people: list[dict[str, Any]], *, heading: str) -> str:
+    """:func:`interaction_policy_text`, once it reads back as exactly the people meant."""
+    text = interaction_policy_text(people, heading=heading)
+    names = ", ".join(repr(p.get("name")) for p in people)
+    try:
+        wanted = [Person.model_validate(p) for p in people]
+        policy = InteractionPolicy.model_validate(yaml.safe_load(text))
+    except (ValueError, yaml.YAMLError) as exc:
+        raise InitError(f"{names}: cannot be the people of an interaction policy: {exc}") from None
+    if policy.people != wanted:
+        raise InitError(f"{names}: do not read back from YAML as written")
+    return text
+
+
+def _person_policy(name: str, user: str) -> str:
+    """The policy ``init`` writes: ``name``, with every grant, whom only ``user`` may name."""
     person = {
         "name": name,
         "resolveUpTo": "critical",
@@ -83,23 +146,23 @@ def write_person_policy(path: Path, name: str, user: str) -> Path:
         "actAsS5": True,
         "osUsers": [user],
     }
-    text = (
-        f"{shipped.rstrip()}\n"
-        f"  # Added by `regulator init --by {name}`:\n"
-        f"  - {json.dumps(person)}\n"
+    heading = (
+        "This repository's interaction policy, written by `regulator init`: how long a question\n"
+        "waits, how much a unit may ask, and who may answer and decide."
     )
-    try:
-        policy = InteractionPolicy.model_validate(yaml.safe_load(text))
-    except (ValueError, yaml.YAMLError) as exc:
-        raise InitError(
-            f"--by {name!r}: cannot be a person of the interaction policy: {exc}"
-        ) from None
-    if policy.person(name) is None:
-        raise InitError(f"{shipped_policies_dir()}/interaction.yaml: its people: list is not last")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("x", encoding="utf-8") as out:  # never over a policy someone wrote
-        out.write(text)
-    return path
+    return checked_interaction_policy([person], heading=heading)
+
+
+def _own_interaction_policy(root: Path, defn: Definition, override: Path | None) -> Path | None:
+    """Where init writes the repository's interaction policy; None when it has one, or runs
+    under a ``--definition`` elsewhere (whose people are that definition's author's to list)."""
+    own = root / "regulator"
+    if override is not None and defn.root != own.resolve():
+        return None
+    if not defn.is_shipped("interaction"):
+        return None
+    check_directory(own, "init writes the repository's interaction policy in regulator/policies/")
+    return own / "policies" / "interaction.yaml"
 
 
 def init_instance(
@@ -151,25 +214,31 @@ def init_instance(
             "(init commits the line that ignores .regulator/)"
         )
 
-    # `init --by NAME` makes NAME a person of the repository's interaction policy (a copy of
-    # the shipped one, with NAME as its only person) when the repository has none yet, so a
-    # new user can answer their own agent's questions at once. Written after every check.
-    person_policy = None
-    if (
-        by is not None
-        and definition is None
-        and defn.root is None
-        and defn.interaction.person(by) is None
-    ):
-        person_policy = root / "regulator" / "policies" / "interaction.yaml"
-        if person_policy.exists() or person_policy.is_symlink():
-            raise InitError(f"{person_policy}: exists, but regulator/policies/ did not load")
+    # The people of a fresh instance: only the person who ran init (--by, else their OS user),
+    # and only from their OS user. Decided, and refused, before anything is written.
+    person_policy = _own_interaction_policy(root, defn, definition)
+    person = user = policy_text = None
     if person_policy is not None:
-        defn_root: Path | None = person_policy.parent.parent
+        user = os_user()
+        person = by if by is not None else user
+        if not is_person_name(person):
+            given = f"--by {person!r}" if by is not None else f"the OS user {person!r}"
+            hint = "" if by is not None else "; name the person with --by NAME"
+            raise InitError(f"{given}: not a person name ({PERSON_NAME_RULE}){hint}")
+        if os.path.lexists(person_policy):
+            raise InitError(f"{person_policy}: exists, but regulator/policies/ did not load")
+        ignored = gitops.git(root, "check-ignore", "-q", "--", str(person_policy), check=False)
+        if ignored.returncode == 0:
+            raise InitError(
+                f"{person_policy}: git ignores it; init commits the interaction policy it writes "
+                "(the people who may decide belong to the repository)"
+            )
+        policy_text = _person_policy(person, user)
+    if defn.root is None and person_policy is not None:
+        definition_root = person_policy.parent.parent
     else:
-        defn_root = defn.root
-    definition_root = defn_root if defn_root is not None else shipped_policies_dir().parent
-    # The person policy's directory does not exist yet: it will be in this repository.
+        definition_root = defn.root if defn.root is not None else shipped_policies_dir().parent
+    # The policy's directory may not exist yet: it will be in this repository.
     harness_dir = definition_root if definition_root.is_dir() else root
     harness = gitops.head(harness_dir) if gitops.toplevel(harness_dir) else None
     manifest = InstanceManifest.model_validate(
@@ -197,18 +266,26 @@ def init_instance(
         else []
     )
 
-    people_added = None
-    if person_policy is not None and by is not None:
-        people_added = write_person_policy(person_policy, by, os_user())
+    if person_policy is not None and policy_text is not None:
+        person_policy.parent.mkdir(parents=True, exist_ok=True)
+        with person_policy.open("x", encoding="utf-8") as out:  # never over a policy someone wrote
+            out.write(policy_text)
     layout.state.mkdir(mode=0o700, exist_ok=True)
     write_text_atomic(layout.canaries, "".join(f"{value}\n" for value in canaries))
     create_json_exclusive(layout.manifest, manifest.to_json_dict())
 
-    commit = None
+    # One commit holds what init adds to the repository: an untracked policy would leave the
+    # base dirty, and a unit's merge refuses a dirty base.
+    to_commit = []
     if needs_ignore:
         sep = "" if not ignore_text or ignore_text.endswith("\n") else "\n"
         gitignore.write_text(f"{ignore_text}{sep}.regulator/\n", encoding="utf-8")
-        gitops.git(root, "add", "--", ".gitignore")
+        to_commit.append(".gitignore")
+    if person_policy is not None:
+        to_commit.append(str(person_policy.relative_to(root)))
+    commit = None
+    if to_commit:
+        gitops.git(root, "add", "--", *to_commit)
         gitops.git(
             root,
             *gitops.identity_args(root),
@@ -217,10 +294,12 @@ def init_instance(
             "-m",
             f"regulator init: instance prepared by {manifest.initialized_by}",
             "--",
-            ".gitignore",
+            *to_commit,
         )
         commit = gitops.head(root)
-    return InitResult(root, manifest, len(canaries), commit, people_added)
+    return InitResult(
+        root, manifest, len(canaries), commit, tuple(to_commit), person_policy, person, user
+    )
 
 
 def read_canaries(layout: Layout) -> list[str]:

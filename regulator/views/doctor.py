@@ -4,9 +4,10 @@ Each check says ok, or names its problems and its notices. A problem is somethin
 the instance or its definition (a file that does not load, a symlink under ``.regulator/``, a
 veto holding every unit) and makes the command exit 1. A notice is a normal state worth
 knowing (an obligation owed to a person that the next ``remind`` will deliver, a policy that is
-a symlink, a definition file the original would refuse or ignore) and does not. The checks
-read and never write; the agent wiring's check runs the hook and the MCP servers an agent would
-run, with a ``Read`` and a tool listing, which record nothing.
+a symlink, a definition file the original would refuse or ignore, a person anyone on the machine
+may act as) and does not. The checks read and never write; the agent wiring's check runs the
+hook and the MCP servers an agent would run, with a ``Read`` and a tool listing, which record
+nothing.
 """
 
 from __future__ import annotations
@@ -162,6 +163,30 @@ def _policies(definition: Definition) -> list[Check]:
     return checks
 
 
+def _people(definition: Definition) -> list[Check]:
+    """Who may decide, and whether anyone on the machine may act as them.
+
+    Every listed person may decide something (acknowledge, resolve at ``info``, answer), and
+    without ``osUsers`` the name is all that is checked: any OS user of this machine may type
+    it. A notice, not a problem: on a machine with one user it may be meant.
+    """
+    try:
+        people = definition.interaction.people
+    except PolicyError:
+        return []  # the interaction policy's own check says why
+    unpinned = [p.name for p in people if p.os_users is None]
+    detail = (
+        f"{len(people)} person(s) may decide; {len(unpinned)} without osUsers"
+        if people
+        else "nobody may decide (the interaction policy lists no people)"
+    )
+    notices = [
+        f"anyone on this machine may act as {name}: give {name} osUsers (docs/policies.md)"
+        for name in unpinned
+    ]
+    return [Check("people", True, detail, [], notices)]
+
+
 def _workload(definition: Definition) -> Check:
     from regulator.policy.workload import (
         is_original_format,
@@ -312,6 +337,7 @@ def run_doctor(root: Path, definition: Definition) -> DoctorReport:
         _files(layout),
         _canaries(layout),
         *_policies(definition),
+        *_people(definition),
         _workload(definition),
         _agents(definition),
         *_wiring(root),
