@@ -142,6 +142,7 @@ def test_a_fifo_planted_as_the_interaction_policy_does_not_stop_obligations(
 
     policies = instance / "regulator" / "policies"
     policies.mkdir(parents=True, exist_ok=True)
+    (policies / "interaction.yaml").unlink(missing_ok=True)  # init's, replaced by the FIFO
     os.mkfifo(policies / "interaction.yaml")
     listed = run_cli("obligations", cwd=instance)
     assert listed.returncode == 0, listed.stderr
