@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from regulator.policy import Definition
-from regulator.policy.agent_effects import classify, load_agent_effects
+from regulator.policy.agent_effects import AgentRules, classify, load_agent_effects
+from regulator.policy.agent_guard import GuardedPlaces
 from regulator.protocol.clock import Clock, system_clock
 from regulator.protocol.text import visible
 from regulator.store import Layout
@@ -106,10 +107,15 @@ def _pre_tool_use(
     tool = str(payload.get("tool_name") or "")
     raw_input = payload.get("tool_input")
     tool_input: dict[str, Any] = raw_input if isinstance(raw_input, dict) else {}
-    rules = load_agent_effects(definition).agents.get(AGENT)
-    if rules is None:
-        return {}
-    verdict = classify(rules, tool, tool_input, layout.root)
+    # No rules for the agent still leaves the built-in guard (what governs it, a person's act).
+    rules = load_agent_effects(definition).agents.get(AGENT) or AgentRules()
+
+    def guard() -> GuardedPlaces:  # asks git: only for a call that may write
+        from regulator.host.guarded_places import guarded_places
+
+        return guarded_places(layout, definition, cwd, env)
+
+    verdict = classify(rules, tool, tool_input, layout.root, cwd=cwd, guard=guard)
     if verdict.read_only:
         return pre_tool_reply("allow", f"regulator: {tool} only reads")
     if verdict.effect is None or verdict.action is None:
@@ -118,6 +124,9 @@ def _pre_tool_use(
 
     if not present(layout, clock):
         reason = "regulator: nobody is in the control room to ask"
+        if verdict.governs or verdict.person_act:  # built in: never allowed unasked
+            reason = f"{reason}; this call {visible(verdict.effect or '')}"
+            return pre_tool_reply("deny" if rules.nobody_present == "deny" else "ask", reason)
         return pre_tool_reply(rules.nobody_present, reason)
     from regulator.host.agent_session import find_session
     from regulator.host.tools import ToolRefused

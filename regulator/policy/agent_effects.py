@@ -7,10 +7,15 @@ question, anything else is left to the agent's own permission prompt. A Bash com
 parsed (:mod:`regulator.policy.shell`) and is not asked when every command in it is in the
 consent rule's ``readOnlyCommands`` (:mod:`regulator.policy.read_only`). Read from
 ``<definition>/agents.yaml``, else the shipped ``policies/agents.yaml``.
+
+Before the definition is consulted, two checks it cannot switch off
+(:mod:`regulator.policy.agent_guard`): a write to what governs the agent, and a person's act run
+by it, each a consent question flagged as such.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -19,12 +24,25 @@ import regex
 from pydantic import Field, field_validator
 
 from regulator.policy import Definition
+from regulator.policy.agent_guard import (
+    WRITING_TOOLS,
+    GuardedPlaces,
+    Hit,
+    bash_hit,
+    file_tool_hit,
+    person_act,
+)
 from regulator.policy.loader import load_policy_file, shipped_policies_dir
-from regulator.policy.read_only import CommandSpec, check_command_name, reads_only
+from regulator.policy.read_only import (
+    CommandSpec,
+    check_command_name,
+    command_reads_only,
+    reads_only,
+)
 from regulator.protocol.base import Record
 
 if TYPE_CHECKING:
-    from regulator.policy.shell import Script
+    from regulator.policy.shell import Command, Script
 
 Decision = Literal["allow", "deny", "ask"]
 
@@ -91,11 +109,15 @@ class AgentEffects(Record):
 @dataclass(frozen=True)
 class Verdict:
     """What a tool call is: read-only, in need of consent (with the action to ask about), or
-    neither (``None`` effect and not read-only)."""
+    neither (``None`` effect and not read-only). ``governs`` (it changes what governs the
+    agent) and ``person_act`` (it runs a person's act) are built in, not the definition's:
+    such a call is never allowed unasked, whatever ``nobodyPresent`` says."""
 
     read_only: bool
     effect: str | None = None
     action: str | None = None
+    governs: bool = False
+    person_act: bool = False
 
 
 def effects_path(definition: Definition) -> Path:
@@ -138,10 +160,44 @@ def tool_matches(pattern: str, tool: str) -> bool | None:
         return None
 
 
-def classify(rules: AgentRules, tool: str, tool_input: dict[str, Any], repository: Path) -> Verdict:
+def classify(
+    rules: AgentRules,
+    tool: str,
+    tool_input: dict[str, Any],
+    repository: Path,
+    *,
+    cwd: Path | None = None,
+    guard: Callable[[], GuardedPlaces] | None = None,
+) -> Verdict:
+    """The verdict on one call. ``guard`` gives the places that govern the agent (computed
+    only for a call that may write: a file tool, a Bash command); ``cwd`` is where the agent
+    runs (default: the repository)."""
+    cwd = repository if cwd is None else cwd
     action = describe_call(tool, tool_input)
     command = tool_input.get("command")
     script = _parse(command) if tool == BASH and isinstance(command, str) else None
+    listed = _read_only_commands(rules, tool)
+
+    def reads(simple: Command) -> bool:
+        return command_reads_only(simple, listed)
+
+    # Built in first: neither readOnly nor a consent rule's exceptions can let these through.
+    if script is not None:
+        act = person_act(script, reads)
+        if act is not None:
+            effect = f"acts as a person: {act}"
+            return Verdict(read_only=False, effect=effect, action=action, person_act=True)
+    hit: Hit | str | None = None
+    if guard is not None and tool in WRITING_TOOLS:
+        hit = file_tool_hit(guard(), tool, tool_input, cwd)
+    elif guard is not None and script is not None and not reads_only(script, listed):
+        hit = bash_hit(guard(), script, reads, cwd)
+    if hit is not None:
+        if isinstance(hit, Hit):
+            effect = f"changes what governs the agent: {hit.shown} ({hit.place.label})"
+        else:
+            effect = f"may change what governs the agent: {hit}"
+        return Verdict(read_only=False, effect=effect, action=action, governs=True)
     if tool in rules.read_only:
         return Verdict(read_only=True)
     for rule in rules.consent:
@@ -165,3 +221,15 @@ def _parse(command: str) -> Script:
     from regulator.policy.shell import parse
 
     return parse(command)
+
+
+def _read_only_commands(rules: AgentRules, tool: str) -> dict[str, CommandSpec]:
+    """The read-only commands of the first consent rule for ``tool`` (none when a pattern
+    runs out of time: then nothing is read-only)."""
+    for rule in rules.consent:
+        matched = tool_matches(rule.tool, tool)
+        if matched is None:
+            return {}
+        if matched:
+            return rule.read_only_commands
+    return {}
