@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +159,17 @@ def test_a_definition_kept_outside_the_repository_is_guarded(
     found = write(repo, home, elsewhere / "agents.yaml", definition=Definition(elsewhere))
     assert found.governs
     assert write(repo, home, shipped_policies_dir() / "agents.yaml", rules=LOOSE).governs
+
+
+def test_the_python_environment_the_hook_runs_in_is_guarded(repo: Path, home: Path) -> None:
+    # A .pth file in site-packages runs code in every `regulator hook` that starts.
+    site_packages = Path(sysconfig.get_paths()["purelib"])
+    assert write(repo, home, site_packages / "evil.pth", rules=LOOSE).governs
+    assert bash(repo, home, f"echo 'import os' > {site_packages}/evil.pth", rules=LOOSE).governs
+    # Running the interpreter, or sourcing its activation script, writes nothing there.
+    scripts = Path(sysconfig.get_paths()["scripts"])
+    assert not bash(repo, home, f"{sys.executable} -m pytest -q", rules=LOOSE).governs
+    assert not bash(repo, home, f"source {scripts}/activate && make", rules=LOOSE).governs
 
 
 def test_the_units_own_worktree_is_its_workspace_but_what_governs_stays_guarded(

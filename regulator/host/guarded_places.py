@@ -14,7 +14,10 @@ cannot shorten it.
 - the agents' configuration: ``.claude/``, ``.mcp.json``, ``.codex/`` in the repository;
   ``~/.claude/``, ``~/.claude.json``, ``~/.codex/`` (and ``$CLAUDE_CONFIG_DIR``, ``$CODEX_HOME``);
 - git's hooks and configuration: ``.git/``, the ``core.hooksPath`` directory when set,
-  ``~/.gitconfig`` and ``~/.config/git/``.
+  ``~/.gitconfig`` and ``~/.config/git/``;
+- the Python environment regulator runs in: its interpreter's scripts, standard library and
+  site-packages (a ``.pth`` file there runs code in every hook; a ``.venv`` in the repository
+  is written like any other directory otherwise).
 
 The unit is the one whose worktree holds the agent's working directory (Claude Code's ``cwd``),
 not one an environment variable names.
@@ -23,6 +26,8 @@ not one an environment variable names.
 from __future__ import annotations
 
 import os
+import site
+import sysconfig
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -107,6 +112,7 @@ def guarded_places(
         places.append(Place(definition.root, DEFINITION))
     places.append(Place(shipped_policies_dir(), DEFINITION))
     places.append(Place(Path(regulator.__file__).parent, "regulator's own code"))
+    places += [Place(p, "the Python environment regulator runs in") for p in _environment()]
     for checkout in (root, worktree):
         if checkout is not None and (hooks := _hooks_path(checkout)) is not None:
             places.append(Place(hooks, "git's hooks"))
@@ -124,6 +130,15 @@ def guarded_places(
             places.append(Place(Path(env[variable]), label))
     bases = [b for b in (root, worktree, home) if b is not None]
     return GuardedPlaces(places, repository=root, home=home, bases=bases)
+
+
+def _environment() -> list[Path]:
+    """The directories whose code the interpreter running regulator loads or runs."""
+    paths = sysconfig.get_paths()
+    found = [paths[k] for k in ("scripts", "stdlib", "platstdlib", "purelib", "platlib")]
+    if site.ENABLE_USER_SITE:
+        found.append(site.getusersitepackages())
+    return [Path(p) for p in dict.fromkeys(found) if p]
 
 
 def _inside(path: Path, directory: Path) -> bool:

@@ -298,7 +298,9 @@ def _written_words(script: Script, reads_only: ReadsOnly) -> Iterator[tuple[Word
     holds a guarded place."""
     for command in script.commands:
         if not reads_only(command):
-            for word in (*command.words, *command.assignments):
+            # The program a command runs, and a file `source` reads, are run, not written.
+            skip = 1 if command.name is not None and command.name.value in ("source", ".") else 0
+            for word in (*command.args[skip:], *command.assignments):
                 yield word, True
     for redirect in script.redirects:
         if redirect.target is not None and redirect.operator not in ("<", "<<<", "<&"):
