@@ -253,3 +253,21 @@ def test_a_question_nobody_was_there_to_answer_is_delivered_at_once(instance: Pa
     assert code == 3
     outbox = (instance / ".regulator" / "outbox").read_text()
     assert "clean up" in outbox  # no loop step follows a session unit's question
+
+
+def test_a_write_to_what_governs_the_agent_is_a_consent_question_that_says_so(
+    instance: Path, someone_present: None
+) -> None:
+    target = instance / "regulator" / "agents.yaml"
+    write = {
+        **payload("pre_tool_use_read"),
+        "tool_name": "Write",
+        "tool_input": {"file_path": str(target)},
+    }
+    asking = hook(instance, write)
+    question = open_question(instance)
+    assert "changes what governs the agent: regulator/agents.yaml" in question.subject
+    answer(instance, question.id, "no", note="the gate is mine to set")
+    reply = decision(asking)
+    assert reply["permissionDecision"] == "deny"
+    assert "the gate is mine to set" in reply["permissionDecisionReason"]

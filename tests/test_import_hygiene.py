@@ -112,3 +112,37 @@ def test_a_hook_for_a_reading_tool_answers_without_the_session_machinery(instanc
     assert reply["hookSpecificOutput"]["permissionDecision"] == "ask"  # type: ignore[index]
     assert "nobody is in the control room" in str(reply)
     assert imported == []
+
+
+PARSER = HOOK.replace(
+    'heavy = ("regulator.rules.regulatory_log", "regulator.host.session_units", '
+    '"regulator.host.tools")',
+    'heavy = ("tree_sitter", "tree_sitter_bash", "regulator.host.guarded_places")',
+)
+assert PARSER != HOOK
+
+
+def test_the_shell_parser_loads_for_a_bash_command_not_for_a_read(instance: Path) -> None:
+    # Parsing a command line costs the parser's load (some 30 ms): only a Bash call pays it,
+    # and only a call that may write asks git where its hooks are.
+    call = {"hook_event_name": "PreToolUse", "session_id": "s1", "cwd": str(instance)}
+
+    def imported(tool: str, tool_input: dict[str, str]) -> list[str]:
+        payload = {**call, "tool_name": tool, "tool_input": tool_input}
+        done = subprocess.run(
+            [sys.executable, "-c", PARSER.format(payload=payload)],
+            capture_output=True,
+            text=True,
+            cwd=instance,
+            check=True,
+        )
+        modules: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
+        return modules
+
+    assert imported("Read", {"file_path": "README.md"}) == []
+    assert imported("Bash", {"command": "ls -la"}) == ["tree_sitter", "tree_sitter_bash"]
+    assert imported("Bash", {"command": "rm -rf build"}) == [
+        "regulator.host.guarded_places",
+        "tree_sitter",
+        "tree_sitter_bash",
+    ]

@@ -21,7 +21,8 @@ from regulator.host.agent_process import Registration, registered_ancestor
 from regulator.host.environment import UNIT_ENV
 from regulator.host.session_definition import latest_session_unit, session_definition
 from regulator.policy import Definition
-from regulator.policy.agent_effects import classify, load_agent_effects
+from regulator.policy.agent_effects import AgentRules, classify, load_agent_effects
+from regulator.policy.agent_guard import GuardedPlaces
 from regulator.protocol.clock import Clock, system_clock
 from regulator.protocol.text import visible
 from regulator.store import Layout
@@ -115,6 +116,11 @@ def _session_definition(
     return session_definition(layout, unit_id, attempt, definition)
 
 
+def _subject(text: str, most: int = 200) -> str:
+    """A question's subject names it in a list; the whole call is in its question and action."""
+    return text if len(text) <= most else text[: most - 1] + "…"
+
+
 def _pre_tool_use(
     payload: Mapping[str, Any],
     layout: Layout,
@@ -128,10 +134,16 @@ def _pre_tool_use(
     tool = str(payload.get("tool_name") or "")
     raw_input = payload.get("tool_input")
     tool_input: dict[str, Any] = raw_input if isinstance(raw_input, dict) else {}
-    rules = load_agent_effects(runs_under).agents.get(AGENT)
-    if rules is None:
-        return {}
-    verdict = classify(rules, tool, tool_input, layout.root)
+    # No rules for the agent still leaves the built-in guard (what governs it, a person's act).
+    rules = load_agent_effects(runs_under).agents.get(AGENT) or AgentRules()
+
+    def guard() -> GuardedPlaces:  # asks git: only for a call that may write
+        from regulator.host.guarded_places import guarded_places
+
+        # The definition in force, not the session's copy: its files govern the next session.
+        return guarded_places(layout, definition, cwd, env)
+
+    verdict = classify(rules, tool, tool_input, layout.root, cwd=cwd, guard=guard)
     if verdict.read_only:
         return pre_tool_reply("allow", f"regulator: {tool} only reads")
     if verdict.effect is None or verdict.action is None:
@@ -140,6 +152,9 @@ def _pre_tool_use(
 
     if not present(layout, clock):
         reason = "regulator: nobody is in the control room to ask"
+        if verdict.governs or verdict.person_act:  # built in: never allowed unasked
+            reason = f"{reason}; this call {visible(verdict.effect or '')}"
+            return pre_tool_reply("deny" if rules.nobody_present == "deny" else "ask", reason)
         return pre_tool_reply(rules.nobody_present, reason)
     from regulator.host.agent_session import find_session
     from regulator.host.tools import ToolRefused
@@ -155,7 +170,7 @@ def _pre_tool_use(
             "ask_human",
             {
                 "kind": "consent",
-                "subject": f"{tool} {verdict.effect}",
+                "subject": _subject(f"{tool} {verdict.effect}"),
                 "question": f"The agent wants to run {visible(verdict.action)}. May it?",
                 "action": verdict.action,
             },

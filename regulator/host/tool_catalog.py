@@ -42,7 +42,9 @@ def _text(most: int) -> dict[str, Any]:
     return {"type": "string", "minLength": 1, "maxLength": most, "pattern": r"\S"}
 
 
-_TEXT = _text(4000)
+# A question or an action may quote a whole command a person must read before a yes; a subject
+# is the line that names it in a list.
+_TEXT = _text(16000)
 _SUBJECT = _text(200)
 
 
@@ -109,7 +111,7 @@ def _specs() -> dict[str, ToolSpec]:
                         "description": "for a choice: two to six options",
                     },
                     "action": {
-                        **_text(1000),
+                        **_TEXT,
                         "description": "for consent: the irreversible action a yes authorizes",
                     },
                     "evidence": _evidence(),

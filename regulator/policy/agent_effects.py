@@ -3,30 +3,61 @@
 The seed leaves "does this action need consent?" to the model. For agents with a pre-tool hook
 (Claude Code's ``PreToolUse``) the definition decides instead, from the tool's name and
 arguments: a read-only tool is allowed at once, a tool with a declared effect becomes a consent
-question, anything else is left to the agent's own permission prompt. Read from
+question, anything else is left to the agent's own permission prompt. A Bash command line is
+parsed (:mod:`regulator.policy.shell`) and is not asked when every command in it is in the
+consent rule's ``readOnlyCommands`` (:mod:`regulator.policy.read_only`). Read from
 ``<definition>/agents.yaml``, else the shipped ``policies/agents.yaml``.
+
+Before the definition is consulted, two checks it cannot switch off
+(:mod:`regulator.policy.agent_guard`): a write to what governs the agent, and a person's act run
+by it, each a consent question flagged as such.
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+import regex
 from pydantic import Field, field_validator
 
 from regulator.policy import Definition
+from regulator.policy.agent_guard import (
+    WRITING_TOOLS,
+    GuardedPlaces,
+    Hit,
+    bash_hit,
+    file_tool_hit,
+    person_act,
+)
 from regulator.policy.loader import load_policy_file, shipped_policies_dir
+from regulator.policy.read_only import (
+    CommandSpec,
+    check_command_name,
+    command_reads_only,
+    reads_only,
+)
 from regulator.protocol.base import Record
+
+if TYPE_CHECKING:
+    from regulator.policy.shell import Command, Script
 
 Decision = Literal["allow", "deny", "ask"]
 
+#: The longest a definition's pattern may take on one tool name: a pattern that backtracks
+#: catastrophically must not hold the hook (Claude Code waits on it before every call).
+PATTERN_TIMEOUT_S = 0.1
+#: The tool whose calls are shell command lines, parsed.
+BASH = "Bash"
+
 
 def _compiles(pattern: str) -> str:
+    # The engine that matches it, and only it, says whether it is a pattern.
     try:
-        re.compile(pattern)
-    except re.error as exc:
+        regex.compile(pattern)
+    except regex.error as exc:
         raise ValueError(f"not a regular expression: {exc}") from None
     return pattern
 
@@ -34,20 +65,33 @@ def _compiles(pattern: str) -> str:
 class ConsentRule(Record):
     tool: str  # a regular expression on the tool's name, matched whole
     effect: str = Field(min_length=1)  # what the person is told the call does
-    # Whole command lines that only look (Bash): not asked.
-    except_: list[str] = Field(default_factory=list, alias="except")
+    # Bash: the commands that only read, with their flags; a line of only those is not asked.
+    read_only_commands: dict[str, CommandSpec] = Field(default_factory=dict)
     # Only calls whose file_path lies outside the repository (Write, Edit).
     outside_repository: bool = False
+    # Regular expressions on the whole command line, replaced by readOnlyCommands: refused.
+    except_: Any = Field(default=None, alias="except")
 
     @field_validator("tool")
     @classmethod
     def _tool(cls, value: str) -> str:
         return _compiles(value)
 
-    @field_validator("except_")
+    @field_validator("read_only_commands")
     @classmethod
-    def _except(cls, value: list[str]) -> list[str]:
-        return [_compiles(v) for v in value]
+    def _commands(cls, value: dict[str, CommandSpec]) -> dict[str, CommandSpec]:
+        for name in value:
+            check_command_name(name)
+        return value
+
+    @field_validator("except_", mode="before")
+    @classmethod
+    def _except(cls, value: object) -> None:
+        raise ValueError(
+            "regular expressions on the command line are no longer read (a pattern cannot "
+            "tell a command that only reads): list those commands under readOnlyCommands "
+            "instead, as the shipped policies/agents.yaml does (docs/agents.md)"
+        )
 
 
 class AgentRules(Record):
@@ -65,11 +109,15 @@ class AgentEffects(Record):
 @dataclass(frozen=True)
 class Verdict:
     """What a tool call is: read-only, in need of consent (with the action to ask about), or
-    neither (``None`` effect and not read-only)."""
+    neither (``None`` effect and not read-only). ``governs`` (it changes what governs the
+    agent) and ``person_act`` (it runs a person's act) are built in, not the definition's:
+    such a call is never allowed unasked, whatever ``nobodyPresent`` says."""
 
     read_only: bool
     effect: str | None = None
     action: str | None = None
+    governs: bool = False
+    person_act: bool = False
 
 
 def effects_path(definition: Definition) -> Path:
@@ -103,18 +151,85 @@ def describe_call(tool: str, tool_input: dict[str, Any]) -> str:
     return tool
 
 
-def classify(rules: AgentRules, tool: str, tool_input: dict[str, Any], repository: Path) -> Verdict:
+def tool_matches(pattern: str, tool: str) -> bool | None:
+    """Whether the definition's ``pattern`` matches the whole tool name; None when it ran out
+    of time (the caller asks: a slow pattern must not let a call through)."""
+    try:
+        return regex.fullmatch(pattern, tool, timeout=PATTERN_TIMEOUT_S) is not None
+    except TimeoutError:
+        return None
+
+
+def classify(
+    rules: AgentRules,
+    tool: str,
+    tool_input: dict[str, Any],
+    repository: Path,
+    *,
+    cwd: Path | None = None,
+    guard: Callable[[], GuardedPlaces] | None = None,
+) -> Verdict:
+    """The verdict on one call. ``guard`` gives the places that govern the agent (computed
+    only for a call that may write: a file tool, a Bash command); ``cwd`` is where the agent
+    runs (default: the repository)."""
+    cwd = repository if cwd is None else cwd
+    action = describe_call(tool, tool_input)
+    command = tool_input.get("command")
+    script = _parse(command) if tool == BASH and isinstance(command, str) else None
+    listed = _read_only_commands(rules, tool)
+
+    def reads(simple: Command) -> bool:
+        return command_reads_only(simple, listed)
+
+    # Built in first: neither readOnly nor a consent rule's exceptions can let these through.
+    if script is not None:
+        act = person_act(script, reads)
+        if act is not None:
+            effect = f"acts as a person: {act}"
+            return Verdict(read_only=False, effect=effect, action=action, person_act=True)
+    hit: Hit | str | None = None
+    if guard is not None and tool in WRITING_TOOLS:
+        hit = file_tool_hit(guard(), tool, tool_input, cwd)
+    elif guard is not None and script is not None and not reads_only(script, listed):
+        hit = bash_hit(guard(), script, reads, cwd)
+    if hit is not None:
+        if isinstance(hit, Hit):
+            effect = f"changes what governs the agent: {hit.shown} ({hit.place.label})"
+        else:
+            effect = f"may change what governs the agent: {hit}"
+        return Verdict(read_only=False, effect=effect, action=action, governs=True)
     if tool in rules.read_only:
         return Verdict(read_only=True)
     for rule in rules.consent:
-        if not re.fullmatch(rule.tool, tool):
+        matched = tool_matches(rule.tool, tool)
+        if matched is False:
             continue
-        command = tool_input.get("command")
-        if isinstance(command, str) and any(re.fullmatch(p, command) for p in rule.except_):
-            continue
-        if rule.outside_repository:
-            path = tool_input.get("file_path") or tool_input.get("notebook_path")
-            if not isinstance(path, str) or not _outside(path, repository):
+        if matched:
+            listed_here = rule.read_only_commands
+            if listed_here and script is not None and reads_only(script, listed_here):
                 continue
-        return Verdict(read_only=False, effect=rule.effect, action=describe_call(tool, tool_input))
+            if rule.outside_repository:
+                path = tool_input.get("file_path") or tool_input.get("notebook_path")
+                if not isinstance(path, str) or not _outside(path, repository):
+                    continue
+        return Verdict(read_only=False, effect=rule.effect, action=action)
     return Verdict(read_only=False)
+
+
+def _parse(command: str) -> Script:
+    # The parser (and its grammar) loads only here: a Read or a Grep never pays for it.
+    from regulator.policy.shell import parse
+
+    return parse(command)
+
+
+def _read_only_commands(rules: AgentRules, tool: str) -> dict[str, CommandSpec]:
+    """The read-only commands of the first consent rule for ``tool`` (none when a pattern
+    runs out of time: then nothing is read-only)."""
+    for rule in rules.consent:
+        matched = tool_matches(rule.tool, tool)
+        if matched is None:
+            return {}
+        if matched:
+            return rule.read_only_commands
+    return {}
