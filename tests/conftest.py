@@ -31,7 +31,9 @@ def pytest_report_header() -> list[str]:
     cannot be cleared, so the tests that run a person's act are refused there, by design."""
     from regulator.host.agent_process import known_agent_ancestor
 
-    lines = []
+    from .agents.real_clients import report_lines
+
+    lines = report_lines()  # which real agents run, or why their tests are skipped
     if _CLEARED:
         lines.append(f"regulator: cleared the agent session's variables {', '.join(_CLEARED)}")
     found = known_agent_ancestor()

@@ -142,9 +142,12 @@ def test_claude_code_is_granted_regulators_tools_and_the_server_approved(instanc
         assert run_cli("agent", "install", "claude-code", cwd=instance).returncode == 0
     found = settings(instance)["permissions"]
     assert found == {"allow": ["Bash(npm test)", "mcp__regulator"], "deny": ["WebFetch"]}
+    # The local file holds the grant too: Claude Code honours settings.json's permissions only
+    # in a workspace the person has trusted, the local file's in any.
     assert settings(instance, "settings.local.json") == {
         "enabledMcpjsonServers": ["other", "regulator"],
         "model": "opus",
+        "permissions": {"allow": ["mcp__regulator"]},
     }
 
 

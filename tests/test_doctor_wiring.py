@@ -102,6 +102,21 @@ def test_an_old_relative_install_is_a_problem_saying_how_to_fix_it(instance: Pat
     assert wiring(instance)["agent wiring"]["level"] == "ok"
 
 
+def test_a_grant_only_in_the_committed_settings_is_a_notice_it_needs_a_trusted_workspace(
+    instance: Path,
+) -> None:
+    install(instance)
+    local = instance / ".claude" / "settings.local.json"
+    local.write_text(json.dumps({"enabledMcpjsonServers": ["regulator"]}))
+    (notice,) = wiring(instance)["agent wiring"]["notices"]
+    assert notice.startswith(
+        ".claude/settings.local.json: permissions.allow has no mcp__regulator, and Claude Code "
+        "honours the one in .claude/settings.json only in a workspace you have trusted"
+    )
+    install(instance)  # the fix it names
+    assert wiring(instance)["agent wiring"]["level"] == "ok"
+
+
 def test_a_server_that_does_not_start_is_a_problem(instance: Path) -> None:
     install(instance)
     path = instance / ".mcp.json"

@@ -305,3 +305,54 @@ def test_the_seeds_rules_hold_over_mcp(project: Path, someone_present: None) -> 
     outbox = (project / ".regulator" / "outbox").read_text()
     assert outbox.count("halfway there") == 1
     assert remember["isError"] and "90 days" in remember["text"]
+
+
+def test_a_session_the_server_made_is_settled_when_the_client_stops_it_with_sigterm(
+    instance: Path,
+) -> None:
+    """As Codex CLI stops its servers: SIGTERM to the process group, SIGKILL to the server
+    20 ms later, stdin never closed. The session is settled all the same."""
+    import os
+    import signal
+    import time
+
+    from regulator.host.wiring import _Exchange
+
+    server = subprocess.Popen(
+        [sys.executable, "-m", "regulator", "mcp"],
+        cwd=instance,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    exchange = _Exchange(server, time.monotonic() + 60)
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t"}}
+    exchange.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello})
+    assert isinstance(exchange.reply(1), dict)
+    exchange.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    consent = {"kind": "consent", "subject": "tag", "question": "May I?", "action": "git tag"}
+    call = {"name": "ask_human", "arguments": consent}
+    exchange.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
+    reply = exchange.reply(2)
+    assert isinstance(reply, dict), reply
+    assert reply["result"]["structuredContent"]["paused"] is True  # nobody in the room
+    (unit_id,) = [p.name for p in (instance / ".regulator" / "units").iterdir()]
+
+    os.killpg(server.pid, signal.SIGTERM)
+    try:
+        server.wait(timeout=0.02)
+    except subprocess.TimeoutExpired:
+        server.kill()
+    server.wait()
+    exchange.selector.close()
+
+    unit_file = instance / ".regulator" / "units" / unit_id / "unit.json"
+    deadline = time.monotonic() + 30
+    while json.loads(unit_file.read_text())["status"] == "dispatched":
+        assert time.monotonic() < deadline, "the session was never settled"
+        time.sleep(0.05)
+    unit = json.loads(unit_file.read_text())
+    assert (unit["status"], unit["attempts"]) == ("blocked", 1)  # the question is still owed
+    # The client it registered as the session's agent is no longer registered.
+    assert not list((instance / ".regulator" / "sessions" / "agents").glob("*.json"))

@@ -3,8 +3,10 @@
 Claude Code: the ``regulator`` MCP server in ``.mcp.json``; in ``.claude/settings.json`` the
 hooks (``PreToolUse`` for tools that may need consent, ``PostToolUse`` for the thrash detector,
 ``SessionStart``, ``SessionEnd``), ``MCP_TOOL_TIMEOUT`` and the permission for regulator's own MCP
-tools; in ``.claude/settings.local.json`` the project server's approval, which Claude Code
-honours there and not in the committed file. Codex CLI: ``[mcp_servers.regulator]`` in
+tools; in ``.claude/settings.local.json`` the project server's approval and the permission again:
+Claude Code honours the approval only there, and the committed file's permissions only in a
+workspace the person has trusted (its trust dialog), so ``claude -p`` in a fresh clone would
+refuse every regulator tool. Codex CLI: ``[mcp_servers.regulator]`` in
 ``.codex/config.toml``, approved and required.
 
 Every command names the interpreter running this install by its absolute path, so nothing
@@ -451,16 +453,23 @@ def _settings(root: Path, program: list[str]) -> Change:
     _put(env, "MCP_TOOL_TIMEOUT", str(TOOL_TIMEOUT_S * 1000), path, "env")
     # Without a rule allowing them, Claude Code refuses regulator's MCP tools in `-p` mode and
     # asks for each in a terminal: the model could not even ask a person.
-    allow = _list(_table(data, "permissions", path), "allow", path, "permissions.")
-    if MCP_GRANT not in allow:
-        allow.append(MCP_GRANT)
+    _grant(data, path)
     notes = _hooks(data, path, hook_command(program))
     return Change(path, before, _dump(data), notes)
 
 
+def _grant(data: dict[str, Any], path: Path) -> None:
+    allow = _list(_table(data, "permissions", path), "allow", path, "permissions.")
+    if MCP_GRANT not in allow:
+        allow.append(MCP_GRANT)
+
+
 def _local_settings(root: Path) -> Change:
     # The project server's approval: Claude Code honours it in the local file (headless too),
-    # and ignores the same key in the committed settings.json.
+    # and ignores the same key in the committed settings.json. The permission too: the committed
+    # file's is ignored until the person trusts the workspace ("Ignoring 1 permissions.allow
+    # entry from .claude/settings.json: this workspace has not been trusted", Claude Code
+    # 2.1.328), the local file's is not.
     path = root / _CLAUDE_DIR / "settings.local.json"
     before, data = read_json(path)
     disabled = data.get("disabledMcpjsonServers")
@@ -472,6 +481,7 @@ def _local_settings(root: Path) -> Change:
     enabled = _list(data, "enabledMcpjsonServers", path)
     if SERVER not in enabled:
         enabled.append(SERVER)
+    _grant(data, path)
     return Change(path, before, _dump(data))
 
 

@@ -8,12 +8,20 @@ A refusal is a tool result with ``isError`` and the refusal's words, which the m
 sends progress notifications every few seconds, so a client that asked for progress keeps the
 call alive; a client that cancels stops the wait, and the silence is recorded as ``cancelled``.
 Nothing but JSON-RPC is written to stdout.
+
+The server ends when the client closes its stdin, or on SIGTERM, which is how Codex CLI stops
+its MCP servers (a signal to their process group; it never closes the pipe). Either way the
+session unit it made is settled.
 """
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import threading
 import time
+from types import FrameType
 from typing import Any
 
 import anyio
@@ -24,6 +32,8 @@ from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 
 from regulator import __version__
+from regulator.host.agent_install import default_program
+from regulator.host.agent_process import unregister
 from regulator.host.agent_session import AgentSession
 from regulator.host.tool_catalog import CATALOG
 from regulator.host.tools import EFFECTS
@@ -138,12 +148,43 @@ def build_server(session: AgentSession) -> Server[Any]:
     )
 
 
+def settle_apart(session: AgentSession) -> None:
+    """Settle the session unit this server made in a process of its own, and return at once.
+
+    Codex CLI follows its SIGTERM with a SIGKILL to the server some 20 ms later (codex-cli
+    0.171), too soon to settle here, and the threads reading stdin could not be interrupted
+    anyway. ``regulator session end``, in a session of its own, outlives both. A question still
+    waiting stays owed, and its silence pauses the session as any unanswered question does.
+    """
+    if session.registered_pid is not None:  # the agent this server registered has gone
+        unregister(session.layout, session.registered_pid)
+        session.registered_pid = None
+    if not session.owned or session.unit_id is None:
+        return
+    session.owned = False
+    subprocess.Popen(
+        [*default_program(), "session", "end", session.unit_id],
+        cwd=session.layout.root,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,  # stdout is the client's JSON-RPC
+        start_new_session=True,  # out of the process group the client signals
+    )
+
+
 def serve(session: AgentSession) -> None:
-    """Serve on stdin/stdout until the client closes the connection.
+    """Serve on stdin/stdout until the client closes the connection or sends SIGTERM.
 
     A session unit this server made ends with it: the agent that started it has gone.
     """
     server = build_server(session)
+
+    def terminated(signum: int, frame: FrameType | None) -> None:
+        try:
+            settle_apart(session)
+        finally:
+            os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, terminated)
 
     async def main() -> None:
         async with stdio_server() as (read, write):
@@ -152,4 +193,6 @@ def serve(session: AgentSession) -> None:
     try:
         anyio.run(main)
     finally:
+        # Settling here, a SIGTERM must not end the process halfway (nor start a second one).
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         session.end()

@@ -327,16 +327,32 @@ def _claude_hooks(root: Path, plan: _Plan, timeout: float) -> None:
             means = ""
         probe = partial(probe_hook, root, command, timeout)
         plan.probes.append(("the hook", what, probe, means))
-    allow = data.get("permissions", {})
+    try:
+        _, local = read_json(root / ".claude" / "settings.local.json")
+    except InstallRefused:
+        local = {}  # said once, by the server's check
+    if not _grants(local):
+        # Claude Code honours the committed file's rule only in a workspace the person trusted.
+        committed = (
+            ", and Claude Code honours the one in .claude/settings.json only in a workspace "
+            "you have trusted"
+            if _grants(data)
+            else ""
+        )
+        report.notices.append(
+            f".claude/settings.local.json: permissions.allow has no {MCP_GRANT}{committed}: "
+            f"headless, Claude Code refuses regulator's tools; {_AGAIN['claude-code']}"
+        )
+
+
+def _grants(settings: dict[str, Any]) -> bool:
+    """Whether Claude Code settings allow regulator's MCP tools."""
+    allow = settings.get("permissions", {})
     allow = allow.get("allow") if isinstance(allow, dict) else None
-    if not isinstance(allow, list) or not any(
+    return isinstance(allow, list) and any(
         isinstance(rule, str) and (rule == MCP_GRANT or rule.startswith(MCP_GRANT + "__"))
         for rule in allow
-    ):
-        report.notices.append(
-            f".claude/settings.json: permissions.allow has no {MCP_GRANT}: headless, Claude "
-            f"Code refuses regulator's tools; {_AGAIN['claude-code']}"
-        )
+    )
 
 
 def _server(root: Path, plan: _Plan, entry: Any, agent: str, where: str, timeout: float) -> None:

@@ -1,0 +1,1 @@
+"""Recorded agent payloads, and the harness that runs the real agents (real_clients.py)."""
