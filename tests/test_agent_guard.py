@@ -304,7 +304,7 @@ def _definition(repo: Path, nobody_present: str, keep_agent: bool = True) -> Non
     data["agents"]["claude-code"]["nobodyPresent"] = nobody_present
     if not keep_agent:
         data["agents"] = {"codex": data["agents"]["claude-code"]}
-    (repo / "regulator" / "policies").mkdir(parents=True)
+    (repo / "regulator" / "policies").mkdir(parents=True, exist_ok=True)
     (repo / "regulator" / "agents.yaml").write_text(yaml.safe_dump(data))
 
 
