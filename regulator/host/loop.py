@@ -50,7 +50,13 @@ from regulator.policy import Definition
 from regulator.policy.workload import Workload, load_workload, unenforced_refusal
 from regulator.protocol.audit import EvidenceRecord, TechnicalVerdict
 from regulator.protocol.clock import Clock, now_iso, parse_iso, system_clock
-from regulator.protocol.execution import AttemptRecord, RecoveryDecision, UnitRecord, WorkContract
+from regulator.protocol.execution import (
+    AttemptRecord,
+    ContractRef,
+    RecoveryDecision,
+    UnitRecord,
+    WorkContract,
+)
 from regulator.protocol.manifest import InstanceManifest
 from regulator.protocol.messages import AuditFinding
 from regulator.protocol.obligations import ObligationState
@@ -520,21 +526,8 @@ class Loop:
                 verdict, observation = "pass", f"{changed}, {describe_bounds(bounds)}"
             if paths:
                 observation += "\n" + "\n".join(paths)
-        return EvidenceRecord.model_validate(
-            {
-                "id": str(uuid.uuid4()),
-                "unitId": unit_id,
-                "attempt": attempt,
-                "contract": {"id": contract.id, "version": contract.version},
-                "check": "writable_paths",
-                "class": "file",
-                "criteria": [],
-                "verdict": verdict,
-                "observation": observation,
-                "revision": revision,
-                "environment": _environment(),
-                "at": now_iso(self.clock),
-            }
+        return self._evidence(
+            unit_id, attempt, contract, "writable_paths", "file", verdict, observation, revision
         )
 
     def _run_tests_at(
@@ -573,23 +566,51 @@ class Loop:
                 gitops.git(
                     self.layout.root, "worktree", "remove", "--force", str(checkout), check=False
                 )
-        return EvidenceRecord.model_validate(
-            {
-                "id": str(uuid.uuid4()),
-                "unitId": unit_id,
-                "attempt": attempt,
-                "contract": {"id": contract.id, "version": contract.version},
-                "check": "run_tests",
-                "class": "test",
-                "criteria": criteria,
-                "verdict": verdict,
-                "command": command,
-                "observation": observation,
-                "revision": revision,
-                "environment": _environment(),
-                "at": now_iso(self.clock),
-            }
+        return self._evidence(
+            unit_id,
+            attempt,
+            contract,
+            "run_tests",
+            "test",
+            verdict,
+            observation,
+            revision,
+            criteria=criteria,
+            command=command,
         )
+
+    def _evidence(
+        self,
+        unit_id: str,
+        attempt: int,
+        contract: WorkContract | ContractRef,
+        check: str,
+        kind: str,
+        verdict: str,
+        observation: str,
+        revision: str,
+        *,
+        criteria: list[str] | None = None,
+        command: list[str] | None = None,
+    ) -> EvidenceRecord:
+        """One piece of S3* evidence the host made itself, stamped with where and when."""
+        data = {
+            "id": str(uuid.uuid4()),
+            "unitId": unit_id,
+            "attempt": attempt,
+            "contract": {"id": contract.id, "version": contract.version},
+            "check": check,
+            "class": kind,
+            "criteria": criteria or [],
+            "verdict": verdict,
+            "observation": observation,
+            "revision": revision,
+            "environment": _environment(),
+            "at": now_iso(self.clock),
+        }
+        if command is not None:
+            data["command"] = command
+        return EvidenceRecord.model_validate(data)
 
     def close(self, unit_id: str) -> Outcome:
         """The veto before close, then reintegration by merge; a post-merge red base is audited."""
@@ -1062,22 +1083,16 @@ class Loop:
                 raise RemediationFailed(
                     f"{shown}: exit {done.returncode}; the remediation is not recorded", output
                 )
-            evidence = EvidenceRecord.model_validate(
-                {
-                    "id": str(uuid.uuid4()),
-                    "unitId": unit_id,
-                    "attempt": max(1, unit.attempts),
-                    "contract": {"id": unit.contract.id, "version": unit.contract.version},
-                    "check": "remediate",
-                    "class": "command",
-                    "criteria": [],
-                    "verdict": "pass",
-                    "command": run,
-                    "observation": f"{shown}: exit 0\n{output[-2000:]}",
-                    "revision": gitops.head(where) or "none",
-                    "environment": _environment(),
-                    "at": now_iso(self.clock),
-                }
+            evidence = self._evidence(
+                unit_id,
+                max(1, unit.attempts),
+                unit.contract,
+                "remediate",
+                "command",
+                "pass",
+                f"{shown}: exit 0\n{output[-2000:]}",
+                gitops.head(where) or "none",
+                command=run,
             )
             self.audit.append_evidence(evidence)
             rationale += f"; ran `{shown}`: exit 0 (evidence {evidence.id[:8]})"
