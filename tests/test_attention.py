@@ -51,7 +51,10 @@ class Asker:
         self.clock = Clock()
         self.ledger = Ledger(Layout(root), clock=self.clock)
 
-    def ask(self, kind: str, unit: str, attempt: int, at: datetime) -> tuple[str, str]:
+    def ask(
+        self, kind: str, unit: str, attempt: int, at: datetime, *, raised_by: str = "S1"
+    ) -> tuple[str, str]:
+        """A question ``unit`` asked (S1), or the host asked about it (S3: a hook's consent)."""
         self.clock.moment = at
         request_id = str(uuid.uuid4())
         with self.ledger.transaction() as txn:
@@ -64,7 +67,7 @@ class Asker:
                 consumer="human",
                 blocks=kind != "recap",
                 question="which?",
-                opened_by="S1",
+                opened_by=raised_by,
             )
             txn.request_interaction(
                 InteractionRequest.model_validate(
@@ -80,13 +83,13 @@ class Asker:
                         "attempt": attempt,
                         "obligationId": ob.id,
                         "evidence": [],
-                        "raisedBy": "S1",
+                        "raisedBy": raised_by,
                         "raisedAt": iso(at),
                         "timeoutMs": 1000,
                         "channel": "none",
                     }
                 ),
-                by="S1",
+                by=raised_by,
             )
         return request_id, ob.id
 

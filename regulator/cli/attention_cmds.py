@@ -10,7 +10,9 @@ from regulator.protocol.text import visible
 
 
 def cmd_attention(args: argparse.Namespace) -> int:
+    from regulator.host.session_units import SESSION_TYPE
     from regulator.protocol.clock import system_clock
+    from regulator.rules.execution import ExecutionStore
     from regulator.rules.regulatory_log import RegulatoryLog
     from regulator.store import Layout
     from regulator.views.attention import attention_report, parse_age, render_attention
@@ -20,11 +22,20 @@ def cmd_attention(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     root = instance_root(args)
-    cap = definition(args, root).interaction.attention.blocking_per_attempt
-    log = RegulatoryLog(Layout(root))
+    attention = definition(args, root).interaction.attention
+    layout = Layout(root)
+    log = RegulatoryLog(layout)
     log.refresh()
+    # The log does not say which units are sessions, counted per hour rather than per attempt.
+    sessions = {u.unit_id for u in ExecutionStore(layout).units() if u.unit_type == SESSION_TYPE}
     report = attention_report(
-        log, system_clock(), since=since, person=args.person, blocking_per_attempt=cap
+        log,
+        system_clock(),
+        since=since,
+        person=args.person,
+        blocking_per_attempt=attention.blocking_per_attempt,
+        session_units=sessions,
+        blocking_per_hour=attention.for_sessions.blocking_per_hour,
     )
     if args.json:
         print_json(report.to_json())

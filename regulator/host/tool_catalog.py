@@ -89,8 +89,9 @@ def _specs() -> dict[str, ToolSpec]:
             "answer. Silence is never consent: only an explicit yes authorizes a consent, and "
             "without an answer this attempt pauses and every tool with an effect is refused. "
             "A consent answered no means: do not perform the action. At most a few blocking "
-            "questions per attempt; past that, record the decision as residualUncertainty in "
-            "your report or offer it as a recap. Waiting can take minutes: raise your client's "
+            "questions per attempt (in an interactive session, per hour); past that, record "
+            "the decision as residualUncertainty in your report, or decide what is reversible "
+            "and offer it as a recap. Waiting can take minutes: raise your client's "
             "tool timeout (Claude Code: MCP_TOOL_TIMEOUT) accordingly.",
             _object(
                 {

@@ -15,6 +15,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,6 +24,7 @@ import orjson
 from regulator.host.conventions import discover
 from regulator.host.delivery import route_and_deliver
 from regulator.host.presence import present
+from regulator.host.session_units import SESSION_TYPE
 from regulator.host.tool_catalog import input_problem
 from regulator.host.worktree import head_of, is_dirty
 from regulator.policy import Definition, PolicyError
@@ -42,12 +44,18 @@ from regulator.protocol.policies import InteractionPolicy
 from regulator.protocol.text import visible
 from regulator.rules.answers import disposition_for_answer
 from regulator.rules.asking import AskRefused, ask_in
+from regulator.rules.attention_budget import attempt_refusal, raised, session_of, session_refusal
 from regulator.rules.budget import BudgetGuard, read_ledger
 from regulator.rules.effect_journal import EffectJournal, effect_key
 from regulator.rules.execution import ExecutionStore, check_result_report
 from regulator.rules.ledger import Ledger
 from regulator.rules.memory_store import MemoryStore
-from regulator.rules.pause import AttemptQuestions, attempt_questions
+from regulator.rules.pause import (
+    AttemptQuestions,
+    attempt_questions,
+    blocking_questions,
+    questions_of,
+)
 from regulator.rules.recovery import cause_from_error
 from regulator.rules.session_journal import Run, SessionJournal, SessionState
 from regulator.store import Layout, RecordNotFound, locked_log, read_bytes
@@ -81,6 +89,13 @@ def _paused_message(paused: str) -> str:
         f"paused: {paused}. Only pure reads remain in this attempt; "
         "a person will answer with `regulator answer`. Stop here."
     )
+
+
+def _log_bytes(path: Path) -> bytes:
+    try:
+        return read_bytes(path)
+    except RecordNotFound:
+        return b""
 
 
 def _size(path: Path) -> int:
@@ -195,6 +210,22 @@ class SessionTools:
     @property
     def paused(self) -> str | None:
         return self.questions().paused
+
+    def _session_questions(self, data: bytes) -> list[datetime | None]:
+        """When this session's blocking questions were raised, in every run of it.
+
+        The runs are the session units named as this one's (:func:`session_of`); a unit so
+        named that is not a session unit (a contract can name a unit anything) is not one.
+        """
+        session = session_of(self.unit_id)
+        found = blocking_questions(data, lambda unit, _: session_of(unit) == session)
+        runs = {self.unit_id} | {
+            unit
+            for unit in {q.unit for q in found} - {self.unit_id}
+            if (record := self.store.find_unit(unit)) is not None
+            and record.unit_type == SESSION_TYPE
+        }
+        return [raised(q.raised_at) for q in found if q.unit in runs]
 
     def _budget_halted(self) -> str | None:
         if self.guard is not None:
@@ -403,29 +434,30 @@ class SessionTools:
             )
         policy = self._interaction_policy()
         waits = not CONTINUES_WITHOUT_ANSWER[kind]  # type: ignore[index]
-        cap = policy.attention.blocking_per_attempt if policy is not None else 0
         someone = bool(present(self.layout, self.clock)) and policy is not None
         asking_now = someone and self.wait_for_person
-        # Under the log's lock, counted from the log: two processes of this attempt cannot
-        # both pass the attention budget, and the count is the record's, not a journal's.
+        # Under the log's lock, counted from the log: two processes of this unit cannot both
+        # pass the attention budget, and the count is the record's, not a journal's.
         with self.ledger.transaction() as txn:
             if waits and not host:
-                mine = self.questions()
+                data = _log_bytes(self.layout.signals)
+                mine = questions_of(data, self.unit_id, self.attempt)
                 if mine.paused is not None:
                     raise ToolRefused(_paused_message(mine.paused))
                 # Without a valid policy nobody is asked and every question pauses (the
-                # original's rule), so the cap is not what refuses it.
-                if policy is not None and mine.blocking_asked >= cap:
-                    instead = (
-                        "Record the decision as residualUncertainty in your report, where the "
-                        "routing policy decides what it costs, or offer it as a recap"
+                # original's rule), so the budget is not what refuses it.
+                if policy is not None:
+                    spent = (
+                        attempt_refusal(mine.blocking_asked, policy.attention.blocking_per_attempt)
                         if self.contracted
-                        else "Decide it yourself where it is reversible and offer it as a recap"
+                        else session_refusal(
+                            self._session_questions(data),
+                            policy.attention.for_sessions.blocking_per_hour,
+                            self.clock(),
+                        )
                     )
-                    raise ToolRefused(
-                        f"the attention budget is spent: {cap} blocking question(s) per "
-                        f"attempt. {instead}"
-                    )
+                    if spent is not None:
+                        raise ToolRefused(spent)
             asked = ask_in(
                 txn,
                 policy,

@@ -1,11 +1,12 @@
 """The original's closed schemas for a definition's files: where the original would refuse one.
 
 This project loads a little more than the original does (an empty ``description``,
-``waitCeilingMs``, ``people[].osUsers``, a unit type's ``session``). ``doctor`` checks every
-definition file against these models as well, and names what the original's own check would
-refuse, so a definition meant for both can be kept loadable by both. The shapes follow the
-original's protocol schemas (upstream-core §3–§4 and its appendix): closed objects, non-empty
-strings, strict integers and booleans. They judge files; nothing is loaded through them.
+``waitCeilingMs``, ``attention.session``, ``people[].osUsers``, a unit type's ``session``).
+``doctor`` checks every definition file against these models as well, and names what the
+original's own check would refuse, so a definition meant for both can be kept loadable by both.
+The shapes follow the original's protocol schemas (upstream-core §3–§4 and its appendix):
+closed objects, non-empty strings, strict integers and booleans. They judge files; nothing is
+loaded through them.
 """
 
 from __future__ import annotations
@@ -251,7 +252,7 @@ ORIGINAL_FILES: dict[str, str] = {
 
 # Fields that are ours on purpose: the original's closed schemas refuse them, we document them.
 OURS: dict[str, tuple[str, ...]] = {
-    "interaction": ("waitCeilingMs", "people[*].osUsers"),
+    "interaction": ("waitCeilingMs", "attention.session", "people[*].osUsers"),
     "recovery": ("alternationWindow",),
     "workload": ("unitTypes[*].session",),
 }

@@ -1,8 +1,9 @@
 """The four policies of a definition: routing, interaction, recovery, budget (upstream-core §3–§4).
 
 All closed, as the original's schemas are, with optional additions of ours that the original's
-closed schema would refuse: ``waitCeilingMs`` on the interaction policy, ``people[].osUsers``,
-``people[].channels`` (where a person is reached: :class:`Channel`, docs/reaching-people.md)
+closed schema would refuse: ``waitCeilingMs`` and ``attention.session`` on the interaction
+policy, ``people[].osUsers``, ``people[].channels`` (where a person is reached: :class:`Channel`,
+docs/reaching-people.md)
 and ``alternationWindow`` on the recovery policy (:func:`fields_of_ours` names those a policy
 uses). A policy file of the original loads unchanged.
 """
@@ -107,8 +108,29 @@ class Timeouts(Record):
         return value
 
 
+class SessionAttention(Record):
+    """Ours: what a session unit (an agent a person runs by hand) may ask, over its whole run.
+
+    A session is one attempt that lasts as long as the person works, a day perhaps, so a cap
+    per attempt would silence it after its first questions; a rate over any hour does not.
+    """
+
+    blocking_per_hour: Annotated[int, Field(ge=0, strict=True)]
+
+
+#: The session budget when the policy declares none (the original's files, which cannot): the
+#: value the shipped policy declares, reasoned in docs/policies.md.
+DEFAULT_SESSION_ATTENTION = SessionAttention(blocking_per_hour=4)
+
+
 class Attention(Record):
     blocking_per_attempt: Annotated[int, Field(ge=0, strict=True)]
+    # Ours: the budget of a session unit, which has no attempts to count by.
+    session: SessionAttention | None = None
+
+    @property
+    def for_sessions(self) -> SessionAttention:
+        return self.session if self.session is not None else DEFAULT_SESSION_ATTENTION
 
 
 ChannelType = Literal["desktop", "email", "slack", "ntfy", "webhook", "apprise"]
@@ -346,6 +368,8 @@ def fields_of_ours(policy: object) -> list[str]:
     if isinstance(policy, InteractionPolicy):
         if policy.wait_ceiling_ms is not None:
             found.append("waitCeilingMs")
+        if policy.attention.session is not None:
+            found.append("attention.session")
         found += [
             f"people[{i}].osUsers" for i, p in enumerate(policy.people) if p.os_users is not None
         ]

@@ -17,6 +17,7 @@ are parsed, so a read costs about one pass over the file's bytes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,12 +32,15 @@ _MARK = b"interaction-"
 
 @dataclass
 class Question:
-    """A blocking question of the attempt, and how it first ended (``None``: not yet)."""
+    """A blocking question a unit asked, and how it first ended (``None``: not yet)."""
 
     request_id: str
     obligation_id: str
     kind: str
     subject: str
+    unit: str
+    attempt: int
+    raised_at: str
     outcome: str | None = None
 
 
@@ -76,8 +80,9 @@ def _lines_with(data: bytes, mark: bytes) -> list[bytes]:
     return lines
 
 
-def questions_of(data: bytes, unit_id: str, attempt: int) -> AttemptQuestions:
-    """The blocking questions unit ``unit_id`` asked in ``attempt``, from the log's bytes."""
+def blocking_questions(data: bytes, asked_by: Callable[[str, int], bool]) -> list[Question]:
+    """The blocking questions a unit asked (``ask_human``, raised by S1) in the log's bytes, for
+    the units and attempts ``asked_by(unit, attempt)`` accepts, in the order they were asked."""
     found: dict[str, Question] = {}
     for line in _lines_with(data, _MARK):
         try:
@@ -89,12 +94,12 @@ def questions_of(data: bytes, unit_id: str, attempt: int) -> AttemptQuestions:
         kind = event.get("type")
         if kind == "interaction-requested":
             request = event.get("request")
-            if (
-                not isinstance(request, dict)
-                or request.get("unit") != unit_id
-                or request.get("attempt") != attempt
-                or request.get("raisedBy") != "S1"
-            ):
+            if not isinstance(request, dict) or request.get("raisedBy") != "S1":
+                continue
+            unit, attempt = request.get("unit"), request.get("attempt")
+            if not isinstance(unit, str) or not isinstance(attempt, int):
+                continue
+            if not asked_by(unit, attempt):
                 continue
             asked = request.get("kind")
             # A kind nobody knows is taken to wait: the pause fails closed.
@@ -108,13 +113,23 @@ def questions_of(data: bytes, unit_id: str, attempt: int) -> AttemptQuestions:
                     str(request.get("obligationId", "")),
                     str(asked),
                     str(request.get("subject", "")),
+                    unit,
+                    attempt,
+                    str(request.get("raisedAt", "")),
                 ),
             )
         elif kind == "interaction-answered":
             question = found.get(str(event.get("requestId")))
             if question is not None and question.outcome is None:
                 question.outcome = str(event.get("outcome"))
-    return AttemptQuestions(list(found.values()))
+    return list(found.values())
+
+
+def questions_of(data: bytes, unit_id: str, attempt: int) -> AttemptQuestions:
+    """The blocking questions unit ``unit_id`` asked in ``attempt``, from the log's bytes."""
+    return AttemptQuestions(
+        blocking_questions(data, lambda unit, n: unit == unit_id and n == attempt)
+    )
 
 
 def attempt_questions(signals: Path, unit_id: str, attempt: int) -> AttemptQuestions:

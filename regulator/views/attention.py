@@ -3,9 +3,10 @@
 The original caps attention per attempt (``attention.blockingPerAttempt``) and measures nothing
 over time; the seed names that as a gap. This is the measure: from the interaction events and
 the deliveries already in the regulatory log, how many blocking questions were asked (per
-attempt and per ISO week), how they ended (answered, timed out, unavailable, cancelled, still
-waiting), how many reminders were sent, and how long a person took to answer (median and p90,
-from the request's ``raisedAt`` to the answering event), per person and per week.
+attempt, per session and per ISO week), how they ended (answered, timed out, unavailable,
+cancelled, still waiting), how many reminders were sent, and how long a person took to answer
+(median and p90, from the request's ``raisedAt`` to the answering event), per person and per
+week.
 
 It is a pure function of a folded ``RegulatoryLog`` and a moment, and walks only the
 interactions (not every obligation), so it is cheap enough to recompute on every refresh.
@@ -22,12 +23,18 @@ Conventions, so the figures can be checked by hand:
   is the usual one and the p90 of ``[1, 2, …, 10]`` is 9.1.
 * Recaps do not stop anyone (the work continues), so they are counted apart, never in the
   blocking figures.
+* The budget figures count what the gate counts (:mod:`regulator.rules.attention_budget`): a
+  unit's own questions (raised by S1), per attempt for a contracted unit, and in any hour across
+  the runs of a session for a session unit. The host's questions (raised by S3: a hook's
+  consent for one of the agent's own tool calls, the loop's clarification) are in the totals,
+  since a person answers them, and are also shown apart, against no unit's budget.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -35,6 +42,7 @@ from typing import Any
 from regulator.protocol.clock import iso, parse_iso
 from regulator.protocol.interaction import CONTINUES_WITHOUT_ANSWER
 from regulator.protocol.vocab import TERMINAL_STATUSES
+from regulator.rules.attention_budget import most_in_an_hour, session_of
 from regulator.rules.regulatory_log import RegulatoryLog
 
 _AGE = re.compile(r"([1-9][0-9]{0,5})([hdw])")
@@ -126,6 +134,26 @@ class AttemptLoad:
 
 
 @dataclass(frozen=True, slots=True)
+class SessionLoad:
+    """Blocking questions one session (all its runs) asked, and the most in any hour."""
+
+    session: str  # its first run's unit id
+    runs: int  # how many of its runs asked
+    asked: int
+    most_in_an_hour: int
+    hour_ending: str | None  # when the busiest hour ended (its last question's raisedAt)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "session": self.session,
+            "runs": self.runs,
+            "asked": self.asked,
+            "mostInAnHour": self.most_in_an_hour,
+            "hourEnding": self.hour_ending,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Week:
     week: str
     outcomes: Outcomes
@@ -157,6 +185,11 @@ class AttentionReport:
     per_week: list[Week]
     blocking_per_attempt: int | None = None  # the policy's cap, when given
     over_cap: list[AttemptLoad] = field(default_factory=list)
+    # Of the totals, the host's questions (raised by S3): on no unit's budget.
+    host: Outcomes = field(default_factory=Outcomes)
+    per_session: list[SessionLoad] = field(default_factory=list)
+    blocking_per_hour: int | None = None  # the policy's session budget, when given
+    over_budget: list[SessionLoad] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -164,11 +197,15 @@ class AttentionReport:
             "since": self.since,
             "person": self.person,
             **self.totals.to_json(),
+            "host": self.host.to_json(),
             "recaps": self.recaps,
             "timeToAnswer": self.timing.to_json(),
             "blockingPerAttempt": self.blocking_per_attempt,
             "perAttempt": [a.to_json() for a in self.per_attempt],
             "overCap": [a.to_json() for a in self.over_cap],
+            "blockingPerHour": self.blocking_per_hour,
+            "perSession": [p.to_json() for p in self.per_session],
+            "overBudget": [p.to_json() for p in self.over_budget],
             "perPerson": [p.to_json() for p in self.per_person],
             "perWeek": [w.to_json() for w in self.per_week],
         }
@@ -192,12 +229,16 @@ def attention_report(
     since: timedelta | None = None,
     person: str | None = None,
     blocking_per_attempt: int | None = None,
+    session_units: Collection[str] = (),
+    blocking_per_hour: int | None = None,
 ) -> AttentionReport:
     """The figures for questions raised in ``[now - since, now]`` (the whole log without one).
 
     With ``person``, the time-to-answer figures (overall, per week, per person) count only
     that person's answers; what was asked, timed out and reminded is the instance's whatever
-    the person, since none of it is anyone's in particular.
+    the person, since none of it is anyone's in particular. ``session_units``: the units of
+    type ``session`` (the log does not say a unit's type), whose questions are counted per
+    session rather than per attempt.
     """
     cutoff = now - since if since is not None else None
     totals = Outcomes()
@@ -207,6 +248,9 @@ def attention_report(
     person_durations: dict[str, list[int]] = {}
     durations: list[int] = []
     attempts: dict[tuple[str | None, int | None], int] = {}
+    host = Outcomes()
+    sessions: dict[str, list[datetime]] = {}
+    session_runs: dict[str, set[str]] = {}
 
     for interaction in log.interactions.values():
         request = interaction.request
@@ -220,6 +264,7 @@ def attention_report(
                 if sent is None or (cutoff is not None and sent < cutoff) or sent > now:
                     continue
                 totals.reminders += 1
+                host.reminders += request.raised_by != "S1"
                 weeks.setdefault(iso_week(sent), Outcomes()).reminders += 1
 
         raised = _parsed(request.raised_at)
@@ -230,15 +275,21 @@ def attention_report(
             continue
         week = iso_week(raised)
         bucket = weeks.setdefault(week, Outcomes())
-        key = (request.unit, request.attempt)
-        attempts[key] = attempts.get(key, 0) + 1
+        own = request.raised_by == "S1"  # the unit's own question: what its budget counts
+        if own and request.unit is not None and request.unit in session_units:
+            session = session_of(request.unit)
+            sessions.setdefault(session, []).append(raised)
+            session_runs.setdefault(session, set()).add(request.unit)
+        elif own:
+            key = (request.unit, request.attempt)
+            attempts[key] = attempts.get(key, 0) + 1
 
         outcomes = {a.outcome for a in interaction.answers}
         first_answer = next((a for a in interaction.answers if a.outcome == "answered"), None)
         waiting = first_answer is None and (
             obligation is None or obligation.status not in TERMINAL_STATUSES
         )
-        for counts in (totals, bucket):
+        for counts in (totals, bucket) if own else (totals, bucket, host):
             counts.asked += 1
             counts.answered += first_answer is not None
             counts.timed_out += "timed-out" in outcomes
@@ -265,6 +316,24 @@ def attention_report(
         if blocking_per_attempt is not None
         else []
     )
+    per_session = []
+    for session, times in sessions.items():
+        most, ending = most_in_an_hour(times)
+        per_session.append(
+            SessionLoad(
+                session,
+                len(session_runs[session]),
+                len(times),
+                most,
+                iso(ending) if ending is not None else None,
+            )
+        )
+    per_session.sort(key=lambda p: (-p.most_in_an_hour, -p.asked, p.session))
+    over_budget = (
+        [p for p in per_session if p.most_in_an_hour > blocking_per_hour]
+        if blocking_per_hour is not None
+        else []
+    )
     return AttentionReport(
         generated_at=iso(now),
         since=iso(cutoff) if cutoff is not None else None,
@@ -285,6 +354,10 @@ def attention_report(
         ],
         blocking_per_attempt=blocking_per_attempt,
         over_cap=over_cap,
+        host=host,
+        per_session=per_session,
+        blocking_per_hour=blocking_per_hour,
+        over_budget=over_budget,
     )
 
 
@@ -321,6 +394,10 @@ def _timing(t: Timing) -> str:
     return f"median {format_duration(t.median_ms)}, p90 {format_duration(t.p90_ms)}"
 
 
+def _hour(load: SessionLoad) -> str:
+    return f", to {load.hour_ending[:16]}" if load.hour_ending else ""
+
+
 def render_attention(report: AttentionReport) -> list[str]:
     """The report as the CLI prints it, one line per item."""
     window = f"since {report.since[:16]}" if report.since else "over the whole log"
@@ -329,6 +406,13 @@ def render_attention(report: AttentionReport) -> list[str]:
     lines = [
         f"attention spent {window}{whose}",
         f"blocking questions: {t.asked} asked; {_ended(t)}",
+    ]
+    if report.host.asked:
+        lines.append(
+            f"  of them asked by the host, on no unit's budget (a hook's consent for an agent's "
+            f"own tool call, the loop's clarification): {report.host.asked}; {_ended(report.host)}"
+        )
+    lines += [
         f"recaps (no one waits on them): {report.recaps}",
         f"reminders sent: {t.reminders}",
     ]
@@ -351,6 +435,23 @@ def render_attention(report: AttentionReport) -> list[str]:
             lines.append(
                 f"  over the cap: unit {load.unit or '-'} attempt {load.attempt or '-'} "
                 f"asked {load.asked}"
+            )
+    if report.per_session:
+        top_session = report.per_session[0]
+        allows = (
+            f"; the policy allows {report.blocking_per_hour} in any hour"
+            if report.blocking_per_hour is not None
+            else ""
+        )
+        lines.append(
+            f"per session: {sum(p.asked for p in report.per_session)} over "
+            f"{len(report.per_session)} session(s), at most {top_session.most_in_an_hour} in an "
+            f"hour ({top_session.session}{_hour(top_session)}){allows}"
+        )
+        for busy in report.over_budget:
+            lines.append(
+                f"  over the budget: session {busy.session} asked {busy.most_in_an_hour} in the "
+                f"hour{_hour(busy)}"
             )
     lines.append(f"time to answer: {_timing(report.timing)} ({report.timing.answered} answered)")
     if report.per_person:

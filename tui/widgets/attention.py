@@ -15,6 +15,7 @@ from textual.containers import VerticalScroll
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from regulator.host.session_units import SESSION_TYPE
 from regulator.protocol.clock import Clock
 from regulator.views.attention import attention_report, render_attention
 
@@ -57,6 +58,14 @@ class AttentionView(VerticalScroll):
                     model.log,
                     self.clock(),
                     blocking_per_attempt=policy.attention.blocking_per_attempt if policy else None,
+                    session_units={
+                        unit_id
+                        for unit_id, unit in model.units.items()
+                        if unit.unit_type == SESSION_TYPE
+                    },
+                    blocking_per_hour=(
+                        policy.attention.for_sessions.blocking_per_hour if policy else None
+                    ),
                 )
             text.append(f"{model.name}\n", style="bold")
             for line in render_attention(report):
