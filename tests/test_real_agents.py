@@ -24,7 +24,7 @@ from .agents.real_clients import (
     codex_events,
 )
 from .agents.real_clients import workspace as workspace
-from .agents.scripted_model import Call, Say, mcp
+from .agents.scripted_model import Call, Say, Turn, mcp
 
 __all__ = ["claude_code", "codex_cli", "workspace"]  # fixtures, used by name
 
@@ -123,6 +123,52 @@ def test_claude_code_asks_the_room_over_mcp_and_the_model_reads_the_yes_and_the_
     shown = workspace.regulator("unit", "show", unit_id).stdout
     assert "accepted by carol: yes" in shown
     assert settled(workspace, unit_id)["status"] == "closed"
+
+
+def test_claude_code_asks_past_its_sessions_hourly_budget_and_is_told_what_to_do_instead(
+    claude_code: Client, workspace: Workspace
+) -> None:
+    """Four blocking questions in an hour, as shipped: more than the two per attempt of a
+    contracted unit, and a hook's consent on the way spends none of them."""
+    ask = mcp("regulator", "ask_human")
+    (workspace.root / "build").mkdir()
+    (workspace.root / "build" / "old.txt").write_text("stale\n")
+    rm = {"command": "rm -rf build", "description": "Remove the build directory"}
+    questions = [
+        {"kind": "clarification", "subject": f"naming {n}", "question": f"which name for {n}?"}
+        for n in range(5)
+    ]
+    script: list[Turn] = [Call("Bash", rm), *(Call(ask, q) for q in questions), Say("done")]
+    with workspace.present("carol"):
+        run = workspace.claude(claude_code, script)
+        for n in range(5):  # the hook's consent, then four of the model's own questions
+            question = workspace.question(run)
+            answer = "yes" if n == 0 else f"name {n}"
+            workspace.regulator("answer", question.id[:8], "--by", "carol", "--answer", answer)
+        result = claude_result(run.finish())
+
+    assert not (workspace.root / "build").exists()  # the consent was the host's: yes, it ran
+    for n in range(1, 5):
+        reply = run.model.result_of(n)
+        assert not reply.is_error, reply.text
+        assert json.loads(reply.text)["answer"] == f"name {n}"
+    refused = run.model.result_of(5)
+    assert refused.is_error
+    assert (
+        "the attention budget is spent: 4 blocking question(s) in the last hour, and a session "
+        "may ask 4 in any hour. Decide it yourself where it is reversible and offer it as a "
+        "recap, or ask after "
+    ) in refused.text
+    # Nothing was asked for the fifth: five questions, all answered.
+    asked = workspace.obligations()
+    assert len(asked) == 5 and all(o.status != "open" for o in asked)
+    # `attention` counts what the gate counted: the session's four, the hook's consent apart.
+    unit_id = f"session-claude-{result['session_id']}"
+    figures = json.loads(workspace.regulator("attention", "--json").stdout)
+    assert (figures["asked"], figures["host"]["asked"]) == (5, 1)
+    (session,) = figures["perSession"]
+    assert (session["session"], session["asked"], session["mostInAnHour"]) == (unit_id, 4, 4)
+    assert (figures["blockingPerHour"], figures["overBudget"]) == (4, [])
 
 
 # --- Codex CLI --------------------------------------------------------------------------------

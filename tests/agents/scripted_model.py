@@ -107,7 +107,11 @@ class Request:
         """The tool results the request carries back to the model, in order."""
         results = []
         if "messages" in self.body:  # Messages API: tool_result blocks of the last user turn
-            messages = self.body["messages"]
+            messages = list(self.body["messages"])
+            # Claude Code may add a reminder of its own after the results ("The user hasn't
+            # heard from you in a while"), as a system message: the results are before it.
+            while messages and messages[-1].get("role") == "system":
+                messages.pop()
             last = messages[-1] if messages else {}
             for block in last.get("content") or [] if last.get("role") == "user" else []:
                 if isinstance(block, dict) and block.get("type") == "tool_result":
