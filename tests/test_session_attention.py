@@ -219,8 +219,8 @@ def test_the_hooks_consents_count_against_no_budget_and_attention_agrees_with_th
     lines = report_for(instance, now)
     assert lines[1].startswith("blocking questions: 13 asked; 13 answered")
     assert lines[2].startswith(
-        "  of them asked by the host, on no unit's budget (a hook's consent for an agent's own "
-        "tool call, the loop's clarification): 9; 9 answered"
+        "  of them the host's (hooks' consents, the loop's clarifications; on no unit's "
+        "budget): 9; 9 answered"
     )
     assert (
         "per attempt: 1.0 over 1 attempt(s), at most 1 (unit u1 attempt 1); the policy allows 2"

@@ -409,8 +409,8 @@ def render_attention(report: AttentionReport) -> list[str]:
     ]
     if report.host.asked:
         lines.append(
-            f"  of them asked by the host, on no unit's budget (a hook's consent for an agent's "
-            f"own tool call, the loop's clarification): {report.host.asked}; {_ended(report.host)}"
+            f"  of them the host's (hooks' consents, the loop's clarifications; on no unit's "
+            f"budget): {report.host.asked}; {_ended(report.host)}"
         )
     lines += [
         f"recaps (no one waits on them): {report.recaps}",
