@@ -169,6 +169,7 @@ def test_fields_that_are_ours_on_purpose_are_named_as_ours_not_as_refusals(
     def ours(d: dict[str, Any]) -> None:
         d["waitCeilingMs"] = 600000
         d["people"][1]["osUsers"] = ["alice"]
+        d["people"][1]["channels"] = [{"type": "webhook", "url": "https://example.org/hook"}]
         d["attention"]["session"] = {"blockingPerHour": 3}
 
     _edit_json(definition / "policies" / "interaction.json", ours)
@@ -182,7 +183,8 @@ def test_fields_that_are_ours_on_purpose_are_named_as_ours_not_as_refusals(
     assert (interaction.ok, interaction.notices) == (True, [])
     assert interaction.detail == (
         "interaction v1 from regulator/policies/interaction.json; ours: attention.session, "
-        "people[1].osUsers, waitCeilingMs (the original's closed schema refuses them)"
+        "people[1].osUsers, people[1].channels, waitCeilingMs (the original's closed schema "
+        "refuses them)"
     )
     workload = _check(tmp_path, "workload")
     assert workload.detail.startswith(

@@ -1,7 +1,8 @@
 """The original's closed schemas for a definition's files: where the original would refuse one.
 
 This project loads a little more than the original does (an empty ``description``,
-``waitCeilingMs``, ``attention.session``, ``people[].osUsers``, a unit type's ``session``).
+``waitCeilingMs``, ``attention.session``, ``people[].osUsers``, ``people[].channels``, a unit
+type's ``session``).
 ``doctor`` checks every definition file against these models as well, and names what the
 original's own check would refuse, so a definition meant for both can be kept loadable by both.
 The shapes follow the original's protocol schemas (upstream-core §3–§4 and its appendix):
@@ -252,7 +253,12 @@ ORIGINAL_FILES: dict[str, str] = {
 
 # Fields that are ours on purpose: the original's closed schemas refuse them, we document them.
 OURS: dict[str, tuple[str, ...]] = {
-    "interaction": ("waitCeilingMs", "attention.session", "people[*].osUsers"),
+    "interaction": (
+        "waitCeilingMs",
+        "attention.session",
+        "people[*].osUsers",
+        "people[*].channels",
+    ),
     "recovery": ("alternationWindow",),
     "workload": ("unitTypes[*].session",),
 }
