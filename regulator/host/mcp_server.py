@@ -35,16 +35,20 @@ from regulator import __version__
 from regulator.host.agent_install import default_program
 from regulator.host.agent_process import unregister
 from regulator.host.agent_session import AgentSession
-from regulator.host.tool_catalog import CATALOG
+from regulator.host.tool_catalog import CATALOG, guidance
 from regulator.host.tools import EFFECTS
 from regulator.protocol.errors import RegulatorError, message_of
 
 PROGRESS_EVERY_S = 5.0
 
-INSTRUCTIONS = (
-    "These tools connect you to regulator, the control plane your work runs under. Ask a person "
-    "with ask_human (silence is never consent); answer your contract with report_result."
-)
+
+def instructions(grants: set[str]) -> str:
+    """The server's instructions: what regulator is, and the tools this session has (a
+    session unit a person started has no contract, so no report_result)."""
+    return (
+        "These tools connect you to regulator, the control plane your work runs under. "
+        + guidance(grants)
+    ).strip()
 
 
 def _text(value: Any) -> list[types.TextContent]:
@@ -142,7 +146,7 @@ def build_server(session: AgentSession) -> Server[Any]:
     return Server(
         "regulator",
         version=__version__,
-        instructions=INSTRUCTIONS,
+        instructions=instructions(session.grants),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )

@@ -166,5 +166,10 @@ def end_session_unit(layout: Layout, unit_id: str, *, clock: Clock = system_cloc
     return "closed"
 
 
+def session_grants(definition: Definition) -> set[str]:
+    """The session tools a session unit made under ``definition`` has."""
+    return set(load_workload(definition).grants(SESSION_TYPE))
+
+
 def is_session_unit(unit: UnitRecord) -> bool:
     return unit.unit_type == SESSION_TYPE
