@@ -22,7 +22,14 @@ os.environ.setdefault("GIT_COMMITTER_EMAIL", "tests@regulator.invalid")
 # them (a developer's terminal inside Claude Code, a driven unit's session) would have every
 # person's act of the tests refused: the tests are the person here, and the agents they play
 # set these variables themselves where they need them. What was found is said in the header.
-AGENT_MARKERS = ("REGULATOR_UNIT", "REGULATOR_ATTEMPT", "REGULATOR_SESSION", "CLAUDECODE")
+AGENT_MARKERS = (
+    "REGULATOR_UNIT",
+    "REGULATOR_ATTEMPT",
+    "REGULATOR_SESSION",
+    "CLAUDECODE",
+    "CODEX_THREAD_ID",
+    "CODEX_SESSION_ID",
+)
 _CLEARED = {name: os.environ.pop(name) for name in AGENT_MARKERS if name in os.environ}
 
 

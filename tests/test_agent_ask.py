@@ -207,6 +207,15 @@ def test_session_start_and_end_open_and_close_the_session_unit(instance: Path) -
     assert json.loads((unit_dir / "unit.json").read_text())["status"] == "closed"
 
 
+def test_session_start_tells_the_model_its_tools_by_the_names_it_calls_them(
+    instance: Path,
+) -> None:
+    context = decision(hook(instance, payload("session_start")))["additionalContext"]
+    assert "Ask a person with mcp__regulator__ask_human; silence is never consent." in context
+    assert "Check your work with mcp__regulator__run_checks" in context
+    assert "report_result" not in context  # a session unit has no contract to answer
+
+
 def test_a_resumed_claude_code_session_gets_a_new_unit_and_the_old_stays_closed(
     instance: Path,
 ) -> None:

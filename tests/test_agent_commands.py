@@ -1,8 +1,9 @@
 """Which Bash command lines only read: decided on a parse, by the listed commands and flags.
 
-A line that only reads is left to the agent's own permission prompt (no decision); every other
-line is a consent question ("runs a shell command"). The reproductions of issue 20 passed the
-regular expression `agents.yaml` used to hold; they must be asked now.
+A line that only reads is allowed, like a read-only tool, so that an agent with nobody in the
+room can look; every other line is a consent question ("runs a shell command"). The
+reproductions of issue 20 passed the regular expression `agents.yaml` used to hold; they must be
+asked now.
 """
 
 from __future__ import annotations
@@ -28,9 +29,11 @@ RULES = load_agent_effects(load_definition(None)).agents["claude-code"]
 
 
 def asked(command: str, rules: AgentRules = RULES) -> bool:
-    """Whether the line is a consent question under ``rules`` (False: it only reads)."""
+    """Whether the line is a consent question under ``rules`` (False: it only reads, and is
+    allowed as a read-only tool is)."""
     verdict = classify(rules, "Bash", {"command": command}, Path("/nonexistent/repo"))
-    assert not verdict.read_only  # a Bash line is never allowed outright: at most, not asked
+    # Under a rule for Bash, a line is one or the other: never both, never neither.
+    assert verdict.read_only == (verdict.effect is None), verdict
     return verdict.effect is not None
 
 
@@ -164,6 +167,140 @@ def test_lines_of_listed_commands_and_flags_only_read(command: str) -> None:
     ],
 )
 def test_anything_the_parse_or_the_list_does_not_cover_is_asked(command: str) -> None:
+    assert asked(command)
+
+
+# -- what an agent needs to look, with nobody in the room -----------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        # file search: find with its reading primaries
+        "find . -name '*.py'",
+        "find src -type f -newer setup.py -print0",
+        "find . -path ./.git -prune -o -type f -print",
+        "find . -newermt 2026-01-01 -type f -maxdepth 3",
+        "find -L . -daystart -mtime -1 -printf '%p %s\\n'",
+        "find . \\( -name '*.py' -o -name '*.pyi' \\) -not -empty",
+        # git's reads
+        "git log --oneline",
+        "git log -p -1 -- notes.txt",
+        "git show HEAD --stat",
+        "git show HEAD:README.md",
+        "git diff HEAD~1 --stat",
+        "git diff --cached --name-only",
+        "git grep -n pelican",
+        "git ls-files",
+        "git ls-files --others --exclude-standard",
+        "git rev-parse HEAD",
+        "git rev-parse --abbrev-ref HEAD",
+        "git blame -L 1,5 notes.txt",
+        "git status --short",
+        "git branch --list",
+        "git tag --list",
+        "git remote -v",
+        "git config --get user.name",
+        "git config --global --get user.email",
+        "git config --get-regexp user",
+        "git config --list --show-origin",
+        "git config -l",
+        "git worktree list --porcelain",
+        "git show-ref --heads",
+        "git for-each-ref --format='%(refname)' refs/heads",
+        # one word of quoted and plain parts, as bash and the parser both read it
+        "git log --format='%h %an %s' -n 3",
+        'git log --author="Carol Example"',
+        'ls --color="auto"',
+    ],
+)
+def test_file_search_and_git_reads_are_allowed_as_reads(command: str) -> None:
+    assert not asked(command)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        # find: each primary that writes, deletes or runs a program
+        "find . -exec cat {} ;",
+        "find . -execdir cat {} +",
+        "find . -ok rm {} ;",
+        "find . -okdir rm {} ;",
+        "find . -name x -delete",
+        "find . -fprint out",
+        "find . -fprint0 out",
+        "find . -fprintf out %p",
+        "find . -fls out",
+        "find -D exec .",
+        "find . -files0-from list",
+        # git config: anything but its reading modes
+        "git config user.name mallory",
+        "git config --global user.name mallory",
+        "git config --unset user.name",
+        "git config --unset-all user.name",
+        "git config --add core.pager evil",
+        "git config --replace-all core.pager evil",
+        "git config --rename-section user person",
+        "git config --remove-section user",
+        "git config -e",
+        "git config --edit",
+        "git config --file other --get a.b",
+        "git config --get user.name mallory",  # an operand after the name read is refused
+        "git config get user.name",  # git 2.46's form; before it, a name and a value
+        "git config core.hooksPath .",
+        # git worktree: only list
+        "git worktree add ../elsewhere",
+        "git worktree remove ../elsewhere",
+        "git worktree prune",
+        "git worktree lock ../elsewhere",
+        "git worktree move a b",
+        "git worktree repair",
+        "git worktree",
+        # git's reads with a flag that writes or runs a program
+        "git log --output=x",
+        "git log --ext-diff -p",
+        "git log --textconv -p",
+        "git log --show-signature",
+        "git show --output=x HEAD",
+        "git diff --output=x",
+        "git diff --ext-diff",
+        "git diff --textconv",
+        "git grep -O pelican",
+        "git grep --open-files-in-pager=vi pelican",
+        "git blame --output=x notes.txt",
+        "git -c core.pager=evil log",
+        "git --git-dir=/tmp/other log",
+        "git --exec-path=/tmp/bin log",
+        "git branch --list foo",
+        "git branch -D main",
+        "git tag -d v1",
+        "git tag --list v1",
+        "git remote add evil https://example.com/x",
+        "git remote set-url origin https://example.com/x",
+        "git show-ref --exclude-existing",
+        "git rev-parse --parseopt",
+    ],
+)
+def test_the_dangerous_neighbours_of_the_reads_are_asked(command: str) -> None:
+    assert asked(command)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        # In a directory holding files named `*` and `-delete` (the agent may write both), bash
+        # expands the first line to `find . -name * -delete`: it deletes the whole tree.
+        "find . -name *",
+        "find . -name a*",
+        "find . -newer [ab]",
+        "grep -e * notes.txt",
+        "sort -t * notes.txt",
+        "head -n $n notes.txt",
+        "find . -name {x,-delete}",  # bash: find . -name x -delete
+        "find . -name x{,' -delete'}",
+    ],
+)
+def test_a_flags_value_that_could_become_several_words_is_asked(command: str) -> None:
     assert asked(command)
 
 

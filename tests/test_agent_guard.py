@@ -352,6 +352,19 @@ def test_with_nobody_present_allow_the_hook_still_asks_before_what_governs_the_a
     assert plain["permissionDecision"] == "allow"
 
 
+def test_with_nobody_present_the_hook_allows_a_bash_line_that_only_reads_and_asks_the_rest(
+    instance: Path, home: Path
+) -> None:
+    # The shipped definition: a look is allowed outright, as a Read is, not left to the agent's
+    # own prompt (which, headless, refuses what its own list lacks).
+    looked = _hook(instance, home, "Bash", {"command": "git --no-pager log -1 --oneline"})
+    assert looked["permissionDecision"] == "allow"
+    assert looked["permissionDecisionReason"] == "regulator: Bash only reads"
+    wrote = _hook(instance, home, "Bash", {"command": "git log -1 --output=notes.txt"})
+    assert wrote["permissionDecision"] == "ask"
+    assert "nobody is in the control room" in wrote["permissionDecisionReason"]
+
+
 def test_with_nobody_present_deny_the_hook_denies_it(instance: Path, home: Path) -> None:
     _definition(instance, "deny")
     reply = _hook(instance, home, "Write", {"file_path": ".mcp.json", "content": "{}"})

@@ -69,6 +69,42 @@ def test_an_mcp_client_lists_exactly_the_profiles_tools_with_their_schemas(proje
     assert "testCommand" in call["structured"] or call["structured"]
 
 
+def test_the_servers_instructions_name_only_the_tools_the_session_has(
+    project: Path, instance: Path
+) -> None:
+    # A contracted unit answers its contract with report_result, and checks with run_checks.
+    seen = drive_agent(project, "m0", [])
+    assert "report_result" in seen["instructions"]
+    assert "run_checks" in seen["instructions"] and "ask_human" in seen["instructions"]
+    # A session unit a person's agent opens has no contract: it is never told of report_result.
+    import time
+
+    from regulator.host.wiring import _Exchange
+
+    server = subprocess.Popen(
+        [sys.executable, "-m", "regulator", "mcp"],
+        cwd=instance,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        exchange = _Exchange(server, time.monotonic() + 60)
+        client = {"name": "t", "version": "1"}
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}
+        exchange.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello})
+        reply = exchange.reply(1)
+        assert isinstance(reply, dict), reply
+        said = reply["result"]["instructions"]
+    finally:
+        server.kill()
+        server.wait()
+        exchange.selector.close()
+    assert "report_result" not in said
+    assert "Check your work with run_checks" in said and "needs no person's consent" in said
+    assert "Ask a person with ask_human; silence is never consent." in said
+
+
 def test_a_plan_unit_is_not_offered_the_tools_its_profile_does_not_grant(project: Path) -> None:
     seen = drive_agent(
         project,
@@ -354,5 +390,8 @@ def test_a_session_the_server_made_is_settled_when_the_client_stops_it_with_sigt
         time.sleep(0.05)
     unit = json.loads(unit_file.read_text())
     assert (unit["status"], unit["attempts"]) == ("blocked", 1)  # the question is still owed
-    # The client it registered as the session's agent is no longer registered.
-    assert not list((instance / ".regulator" / "sessions" / "agents").glob("*.json"))
+    # The client it registered as the session's agent (this test's process, which still runs)
+    # stays registered: the child that settled the session proved the unit its own by it. It
+    # is forgotten by the first look after the client has gone.
+    (left,) = (instance / ".regulator" / "sessions" / "agents").glob("*.json")
+    assert json.loads(left.read_text())["unitId"] == unit_id

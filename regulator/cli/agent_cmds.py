@@ -17,9 +17,10 @@ import orjson
 
 from regulator.cli.context import definition, emit_json, instance_root
 from regulator.cli.errors import CliError
-from regulator.host.agent_process import agent_pid, process_start
+from regulator.host.agent_process import agent_pid, process_start, registered_ancestor
 from regulator.host.agent_session import AgentSession, find_session
 from regulator.host.environment import INSTANCE_ENV
+from regulator.host.person_acts import inside_agent
 from regulator.host.session_definition import unit_id_for
 from regulator.host.session_units import end_session_unit, start_session_unit
 from regulator.host.tools import ToolRefused
@@ -139,12 +140,31 @@ def cmd_session_end(args: argparse.Namespace) -> int:
     layout, _ = _layout(args)
     key = args.key or os.environ.get("REGULATOR_SESSION") or _process_key()
     unit_id = args.unit or unit_id_for(key)
+    _own_session_only(layout, unit_id)
     try:
         became = end_session_unit(layout, unit_id)
     except UnitNotFound:
         raise CliError(f"no session unit {unit_id}") from None
     print(visible(f"{unit_id}: {became}"))
     return 0
+
+
+def _own_session_only(layout: Layout, unit_id: str) -> None:
+    """From inside an agent's session, only that session's own unit may be ended: an agent
+    must not end another agent's session (nor a script's)."""
+    why = inside_agent([layout])
+    if why is None:
+        return  # a person's terminal
+    own = registered_ancestor(layout)
+    if own is not None and own.unit_id == unit_id:
+        return
+    mine = f"its own is {own.unit_id}" if own is not None else "it has no session unit of its own"
+    raise CliError(
+        visible(
+            f"session end {unit_id} is refused here: {why}, and an agent may end only its own "
+            f"session ({mine}); end it from a terminal of your own"
+        )
+    )
 
 
 def cmd_agent_install(args: argparse.Namespace) -> int:

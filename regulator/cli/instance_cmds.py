@@ -7,6 +7,7 @@ from pathlib import Path
 
 from regulator.cli.context import definition, instance_root, print_json
 from regulator.cli.errors import CliError
+from regulator.protocol.errors import RegulatorError, message_of
 from regulator.protocol.text import visible
 
 
@@ -48,10 +49,19 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    from regulator.host.session_units import Settled, settle_gone_sessions
+    from regulator.store import Layout
     from regulator.views.doctor import run_doctor
 
     root = instance_root(args)
-    report = run_doctor(root, definition(args, root))
+    # A session whose agent was killed before it could settle it is settled here, the next
+    # time someone looks; one whose agent may still run never is.
+    settled: list[Settled] | str
+    try:
+        settled = settle_gone_sessions(Layout(root))
+    except RegulatorError as exc:
+        settled = message_of(exc)
+    report = run_doctor(root, definition(args, root), settled)
     if args.json:
         print_json(report.to_json())
     else:

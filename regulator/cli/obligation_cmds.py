@@ -40,10 +40,39 @@ def _actor(args: argparse.Namespace) -> Actor:
     return Actor(via="cli", os_user=os_user(), definition=definition_label(defn.root))
 
 
-def _may_proceed(o: ObligationState) -> str:
-    if not (o.unit and o.blocks):
+def _may_proceed(o: ObligationState, layout: Layout, *, answered: bool = False) -> str:
+    """What follows for the unit the obligation held. A session unit (an agent a person runs by
+    hand) has one attempt, so no next attempt carries anything: while it runs, a silence
+    already recorded keeps it paused to its end; once it has ended, `session end` closes it."""
+    if not o.unit:
         return ""
-    return f"; unit {v(o.unit)} may proceed if nothing else is owed on it"
+    from regulator.host.session_units import is_session_unit
+    from regulator.rules.execution import ExecutionStore
+
+    unit = ExecutionStore(layout).find_unit(o.unit)
+    if unit is not None and is_session_unit(unit):
+        if not o.blocks:
+            return ""  # a recap holds nothing
+        if unit.status == "dispatched":
+            from regulator.rules.pause import attempt_questions
+
+            paused = attempt_questions(layout.signals, unit.unit_id, unit.attempts + 1).paused
+            if paused is not None:
+                return (
+                    f"; session unit {v(o.unit)} stays paused until its session ends (a session "
+                    "has no next attempt), then closes if nothing else is owed on it"
+                )
+            return f"; session unit {v(o.unit)} gets the answer if it still waits for it"
+        if unit.status == "blocked":
+            return (
+                f"; session unit {v(o.unit)} has ended: `regulator session end {v(o.unit)}` "
+                "closes it once nothing else is owed on it"
+            )
+        return ""
+    if not o.blocks and not answered:
+        return ""
+    line = f"; unit {v(o.unit)} may proceed if nothing else is owed on it"
+    return line + (", and the next attempt carries the answer" if answered else "")
 
 
 def _warn_problems(log: object) -> None:
@@ -211,7 +240,8 @@ def cmd_resolve(args: argparse.Namespace) -> int:
         disposition=args.disposition,
         rationale=args.rationale,
     )
-    print(f"obligation {o.id[:8]} resolved by {v(args.by)} as {args.disposition}{_may_proceed(o)}")
+    after = _may_proceed(o, ledger.layout)
+    print(f"obligation {o.id[:8]} resolved by {v(args.by)} as {args.disposition}{after}")
     return 0
 
 
@@ -251,12 +281,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
 
         answer_codes.consume(ledger.layout, code_id, ledger.clock)
     line = f"{done.kind} answered by {v(args.by)} ({done.disposition}): {v(done.answer)}"
-    if done.obligation.unit:
-        line += (
-            f"; unit {v(done.obligation.unit)} may proceed if nothing else is owed on it, "
-            "and the next attempt carries the answer"
-        )
-    print(line)
+    print(line + _may_proceed(done.obligation, ledger.layout, answered=True))
     return 0
 
 

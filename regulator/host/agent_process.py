@@ -9,8 +9,10 @@ its own. Every later process of that agent (the MCP server, ``regulator tool`` f
 a hook) descends from the registered process and finds the registration among its ancestors.
 
 A registration names the process by its pid and its start time, so a pid the kernel hands to a
-later process is not taken for the agent. The files are ``.regulator/sessions/agents/<pid>.json``
-(ours; the original has no such record).
+later process is not taken for the agent, and by the machine's boot and the pid namespace the
+pid was read in, so that a process whose registration another machine or container wrote is
+never taken for gone (:func:`process_gone`). The files are
+``.regulator/sessions/agents/<pid>.json`` (ours; the original has no such record).
 """
 
 from __future__ import annotations
@@ -70,6 +72,18 @@ def process_start(pid: int) -> int | None:
     return stat.start if stat is not None else None
 
 
+def pid_space() -> str | None:
+    """Where this process's pids mean something: the machine's boot and this process's pid
+    namespace (``None`` without ``/proc``). A pid read in another space names another
+    process, or none."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        namespace = str(Path("/proc/self/ns/pid").readlink())
+    except OSError:
+        return None
+    return f"{boot} {namespace}" if boot and namespace else None
+
+
 @dataclass(frozen=True)
 class Registration:
     """An agent process and the unit it runs for."""
@@ -82,6 +96,7 @@ class Registration:
     # host runs at closeout: the agent wrote it), `hook` or `mcp` (a session a person started).
     by: str
     attempt: int | None = None  # the attempt the loop started it for
+    space: str | None = None  # the pid space the pid was read in (:func:`pid_space`)
 
 
 def agents_dir(layout: Layout) -> Path:
@@ -128,7 +143,9 @@ def register(
     layout: Layout, unit_id: str, pid: int, *, agent: str, by: str, attempt: int | None = None
 ) -> Registration:
     """Record that process ``pid`` is an agent running for ``unit_id``."""
-    registration = Registration(unit_id, pid, process_start(pid), agent, by, attempt)
+    registration = Registration(
+        unit_id, pid, process_start(pid), agent, by, attempt, space=pid_space()
+    )
     write_json_atomic(
         agents_dir(layout) / f"{pid}.json",
         {
@@ -138,6 +155,7 @@ def register(
             "agent": agent,
             "by": by,
             "attempt": attempt,
+            "pidSpace": registration.space,
         },
     )
     return registration
@@ -147,8 +165,8 @@ def unregister(layout: Layout, pid: int) -> None:
     remove_file(agents_dir(layout) / f"{pid}.json")
 
 
-def registration(layout: Layout, pid: int) -> Registration | None:
-    """The registration of process ``pid``, if it is there and names this very process."""
+def _recorded(layout: Layout, pid: int) -> Registration | None:
+    """What ``<pid>.json`` says, whether or not that process still runs."""
     try:
         data = orjson.loads(read_bytes(agents_dir(layout) / f"{pid}.json"))
     except (RecordNotFound, StoreError, orjson.JSONDecodeError):
@@ -158,17 +176,70 @@ def registration(layout: Layout, pid: int) -> Registration | None:
     unit_id = data.get("unitId")
     started = data.get("processStart")
     attempt = data.get("attempt")
+    space = data.get("pidSpace")
     if not isinstance(unit_id, str) or not is_valid_unit_id(unit_id) or data.get("pid") != pid:
         return None
     if started is not None and not isinstance(started, int):
         return None
     if attempt is not None and not isinstance(attempt, int):
         return None
-    now = process_start(pid)
-    if now is not None and started != now:
-        return None  # a later process was given the registered pid
     agent, by = str(data.get("agent") or "agent"), str(data.get("by") or "")
-    return Registration(unit_id, pid, started, agent, by, attempt)
+    return Registration(
+        unit_id, pid, started, agent, by, attempt, space if isinstance(space, str) else None
+    )
+
+
+def registration(layout: Layout, pid: int) -> Registration | None:
+    """The registration of process ``pid``, if it is there and names this very process."""
+    found = _recorded(layout, pid)
+    if found is None:
+        return None
+    now = process_start(pid)
+    if now is not None and found.process_start != now:
+        return None  # a later process was given the registered pid
+    return found
+
+
+def registrations(layout: Layout) -> list[Registration]:
+    """Every registration on record, of processes running or gone."""
+    try:
+        names = sorted(p.name for p in agents_dir(layout).iterdir())
+    except OSError:  # none yet, or unreadable: nothing to go by
+        return []
+    found = []
+    for name in names:
+        stem, dot, ext = name.partition(".")
+        if dot and ext == "json" and stem.isdigit():
+            recorded = _recorded(layout, int(stem))
+            if recorded is not None:
+                found.append(recorded)
+    return found
+
+
+def process_gone(registered: Registration) -> bool:
+    """Whether the registered process is known to have ended: its pid, read in the same pid
+    space, now names no process, a zombie, or a process started at another time.
+
+    ``False`` whenever that cannot be known (no ``/proc``, a registration without its start
+    time or its pid space, one written on another machine or in another container): a
+    process that may still run is never taken for gone.
+    """
+    if registered.process_start is None or registered.space is None:
+        return False
+    if registered.space != pid_space():
+        return False
+    stat = proc_stat(registered.pid)
+    return stat is None or stat.state in ("Z", "X") or stat.start != registered.process_start
+
+
+def forget_gone(layout: Layout, registered: Registration) -> None:
+    """Remove ``registered``'s file, unless a later process has been registered under the same
+    pid since it was read."""
+    if not process_gone(registered):
+        return
+    current = _recorded(layout, registered.pid)
+    if current is not None and current.process_start == registered.process_start:
+        unregister(layout, registered.pid)
 
 
 def registered_ancestor(layout: Layout, pid: int | None = None) -> Registration | None:

@@ -16,3 +16,8 @@ ATTEMPT_ENV = "REGULATOR_ATTEMPT"
 SESSION_ENV = "REGULATOR_SESSION"
 #: Set (to 1) by Claude Code in the environment of the commands it runs.
 CLAUDE_CODE_ENV = "CLAUDECODE"
+#: Set by Codex CLI (0.171) in the environment of the commands it runs and of its MCP servers.
+#: Its shell commands run in a sandbox with a pid namespace of their own, where no process of
+#: Codex's is an ancestor: these say who runs them.
+CODEX_THREAD_ENV = "CODEX_THREAD_ID"
+CODEX_SESSION_ENV = "CODEX_SESSION_ID"

@@ -67,17 +67,19 @@ def claude_code(
         if driven or key is None:
             return {}
         from regulator.host.agent_process import agent_pid, register
-        from regulator.host.session_units import start_session_unit
+        from regulator.host.session_units import session_grants, start_session_unit
+        from regulator.host.tool_catalog import guidance
 
         made = start_session_unit(layout, definition, key, agent=AGENT, cwd=cwd, clock=clock)
         register(layout, made.unit_id, agent_pid(), agent=AGENT, by="hook")
+        tools = guidance(session_grants(definition), lambda name: f"mcp__regulator__{name}")
         return {
             "hookSpecificOutput": {
                 "hookEventName": "SessionStart",
                 "additionalContext": (
-                    f"This session runs under regulator as unit {made.unit_id}. Ask a person "
-                    "with the regulator MCP server's ask_human tool; silence is never consent."
-                ),
+                    f"This session runs under regulator as unit {made.unit_id}, through the "
+                    f"regulator MCP server's tools. {tools}"
+                ).strip(),
             }
         }
     if event == "SessionEnd":

@@ -33,18 +33,22 @@ from mcp.server.stdio import stdio_server
 
 from regulator import __version__
 from regulator.host.agent_install import default_program
-from regulator.host.agent_process import unregister
 from regulator.host.agent_session import AgentSession
-from regulator.host.tool_catalog import CATALOG
+from regulator.host.person_acts import ENV_MARKERS
+from regulator.host.tool_catalog import CATALOG, guidance
 from regulator.host.tools import EFFECTS
 from regulator.protocol.errors import RegulatorError, message_of
 
 PROGRESS_EVERY_S = 5.0
 
-INSTRUCTIONS = (
-    "These tools connect you to regulator, the control plane your work runs under. Ask a person "
-    "with ask_human (silence is never consent); answer your contract with report_result."
-)
+
+def instructions(grants: set[str]) -> str:
+    """The server's instructions: what regulator is, and the tools this session has (a
+    session unit a person started has no contract, so no report_result)."""
+    return (
+        "These tools connect you to regulator, the control plane your work runs under. "
+        + guidance(grants)
+    ).strip()
 
 
 def _text(value: Any) -> list[types.TextContent]:
@@ -142,7 +146,7 @@ def build_server(session: AgentSession) -> Server[Any]:
     return Server(
         "regulator",
         version=__version__,
-        instructions=INSTRUCTIONS,
+        instructions=instructions(session.grants),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
@@ -155,16 +159,21 @@ def settle_apart(session: AgentSession) -> None:
     0.171), too soon to settle here, and the threads reading stdin could not be interrupted
     anyway. ``regulator session end``, in a session of its own, outlives both. A question still
     waiting stays owed, and its silence pauses the session as any unanswered question does.
+
+    From inside an agent, ``session end`` ends only the unit the agent's registration names,
+    so the registration stays (the next look forgets it once the agent has ended), and the
+    variables that say "inside an agent" are left out of the child's environment: orphaned, it
+    has no ancestry left to prove the unit its own by.
     """
-    if session.registered_pid is not None:  # the agent this server registered has gone
-        unregister(session.layout, session.registered_pid)
-        session.registered_pid = None
     if not session.owned or session.unit_id is None:
         return
     session.owned = False
+    session.registered_pid = None
+    env = {k: v for k, v in os.environ.items() if k not in ENV_MARKERS}
     subprocess.Popen(
         [*default_program(), "session", "end", session.unit_id],
         cwd=session.layout.root,
+        env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,  # stdout is the client's JSON-RPC
         start_new_session=True,  # out of the process group the client signals

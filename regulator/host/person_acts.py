@@ -9,7 +9,9 @@ anything is written, when the process that would perform it is inside an agent's
 
 - its environment is an agent session's: ``REGULATOR_UNIT`` or ``REGULATOR_ATTEMPT`` (set by
   the loop for the agent it starts), ``REGULATOR_SESSION`` (the key of an agent's session unit),
-  or ``CLAUDECODE`` (set by Claude Code for every command it runs);
+  ``CLAUDECODE`` (set by Claude Code for every command it runs), ``CODEX_THREAD_ID`` or
+  ``CODEX_SESSION_ID`` (set by Codex for every command it runs, in a sandbox whose own pid
+  namespace hides Codex from the process tree);
 - it descends from an agent process this instance registered (``agent_process``): the agent
   cannot shed its ancestry by unsetting the variables;
 - it descends from an agent's executable regulator knows (``claude``, ``codex``), registered
@@ -25,7 +27,14 @@ import os
 from collections.abc import Iterable, Mapping
 
 from regulator.host.agent_process import known_agent_ancestor, registered_ancestor
-from regulator.host.environment import ATTEMPT_ENV, CLAUDE_CODE_ENV, SESSION_ENV, UNIT_ENV
+from regulator.host.environment import (
+    ATTEMPT_ENV,
+    CLAUDE_CODE_ENV,
+    CODEX_SESSION_ENV,
+    CODEX_THREAD_ENV,
+    SESSION_ENV,
+    UNIT_ENV,
+)
 from regulator.protocol.errors import Refused
 from regulator.protocol.text import visible
 from regulator.store import Layout
@@ -41,7 +50,11 @@ _ENV_MARKERS = (
     (ATTEMPT_ENV, "its environment names an agent's attempt"),
     (SESSION_ENV, "its environment names an agent's session"),
     (CLAUDE_CODE_ENV, "its environment says Claude Code runs it"),
+    (CODEX_THREAD_ENV, "its environment says Codex runs it"),
+    (CODEX_SESSION_ENV, "its environment says Codex runs it"),
 )
+#: Every variable that says so.
+ENV_MARKERS = frozenset(name for name, _ in _ENV_MARKERS)
 _SHOWN = 60  # characters of a variable's value shown in the reason
 
 

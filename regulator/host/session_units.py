@@ -9,6 +9,14 @@ when. The unit is dispatched while the session runs and settled when it ends (Cl
 session that left a question unanswered stays blocked with its question owed, like any paused
 unit; one that did not is closed.
 
+An agent killed outright (SIGKILL, a crash, a closed terminal) settles nothing. Its session is
+settled the next time someone looks: when a session would join it (a resumed Claude Code
+session with the same key), when any new session unit is made, and by ``regulator doctor``
+(:func:`settle_gone_sessions`). Only a
+session whose every registered agent process is known to have ended is settled
+(:func:`regulator.host.agent_process.process_gone`): one whose process may still run, or that
+no process was registered for, never is.
+
 Which unit a call belongs to is :mod:`regulator.host.agent_session`'s to say.
 """
 
@@ -17,6 +25,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from regulator.host.agent_process import (
+    Registration,
+    forget_gone,
+    process_gone,
+    registrations,
+)
 from regulator.host.session_definition import (
     candidates,
     take_snapshot,
@@ -31,7 +45,7 @@ from regulator.rules.authority import process_os_user
 from regulator.rules.execution import ExecutionStore, UnitExists
 from regulator.rules.pause import attempt_questions
 from regulator.rules.regulatory_log import RegulatoryLog
-from regulator.store import Layout
+from regulator.store import Layout, locked_directory
 
 SESSION_TYPE = "session"
 
@@ -114,9 +128,13 @@ def start_session_unit(
     for unit_id in candidates(unit_id_for(key)):
         found = store.find_unit(unit_id)
         if found is not None:
-            if found.status == "dispatched":
+            # A running unit is joined, unless the agent that ran it has gone (killed before it
+            # could settle it): then it is settled now, and this run gets the next unit.
+            if found.status == "dispatched" and _settle_if_gone(layout, unit_id, clock) is None:
                 return SessionUnit(unit_id, created=False)
             continue
+        # A new session is a look at the others: those whose agent has gone are settled.
+        settle_gone_sessions(layout, clock)
         contract = session_contract(unit_id, workload, agent=agent, cwd=cwd, clock=clock)
         try:
             store.create_unit(contract, workload)
@@ -129,16 +147,30 @@ def start_session_unit(
     raise SessionUnitError(f"too many runs of session {key}")
 
 
-def end_session_unit(layout: Layout, unit_id: str, *, clock: Clock = system_clock) -> str:
+def end_session_unit(
+    layout: Layout, unit_id: str, *, clock: Clock = system_clock, only_running: bool = False
+) -> str:
     """Settle a session unit; what it became (closed, or blocked while something is owed).
 
     Ending a session records its one attempt. Ending it again once what it left owed has been
-    dispositioned closes it; otherwise it writes nothing.
+    dispositioned closes it (unless ``only_running``); otherwise it writes nothing.
     """
     store = ExecutionStore(layout, clock)
     unit = store.unit(unit_id)
     if unit.unit_type != SESSION_TYPE:
         raise SessionUnitError(f"{unit_id} is a {unit.unit_type} unit, not a session unit")
+    # One settler at a time: the session's own end and a later look at a session whose agent
+    # has gone may meet, and the attempt must be recorded once.
+    with locked_directory(layout.state / "sessions" / unit_id):
+        return _end(layout, store, unit_id, clock, only_running)
+
+
+def _end(
+    layout: Layout, store: ExecutionStore, unit_id: str, clock: Clock, only_running: bool
+) -> str:
+    unit = store.unit(unit_id)  # read again, under the lock
+    if only_running and unit.status != "dispatched":
+        return unit.status
     log = RegulatoryLog(layout)
     log.refresh()
     waiting = [o for o in log.open_obligations(unit_id) if o.blocks]
@@ -164,6 +196,58 @@ def end_session_unit(layout: Layout, unit_id: str, *, clock: Clock = system_cloc
         return "blocked"
     store.set_status(unit_id, "closed", "the interactive session ended")
     return "closed"
+
+
+@dataclass(frozen=True)
+class Settled:
+    """A session unit settled because its agent had gone: what it became, and the agent
+    processes that had ended."""
+
+    unit_id: str
+    became: str
+    pids: tuple[int, ...]
+
+
+def _settle_if_gone(
+    layout: Layout,
+    unit_id: str,
+    clock: Clock,
+    registered: list[Registration] | None = None,
+) -> Settled | None:
+    """Settle the running session unit ``unit_id`` when every agent process registered for it
+    has ended; ``None`` (nothing written) when one may still run, or none was registered."""
+    if registered is None:
+        registered = registrations(layout)
+    mine = [r for r in registered if r.unit_id == unit_id]
+    if not mine or not all(process_gone(r) for r in mine):
+        return None
+    unit = ExecutionStore(layout, clock).find_unit(unit_id)
+    if unit is None or unit.unit_type != SESSION_TYPE or unit.status != "dispatched":
+        return None
+    # Only while it still runs: its own end may have settled it since it was read.
+    became = end_session_unit(layout, unit_id, clock=clock, only_running=True)
+    for gone in mine:
+        forget_gone(layout, gone)
+    return Settled(unit_id, became, tuple(r.pid for r in mine))
+
+
+def settle_gone_sessions(layout: Layout, clock: Clock = system_clock) -> list[Settled]:
+    """Settle every running session unit whose agent processes have all ended (killed, or
+    crashed, before they could settle it), and forget the registrations of ended processes."""
+    registered = registrations(layout)
+    settled = []
+    for unit_id in sorted({r.unit_id for r in registered}):
+        done = _settle_if_gone(layout, unit_id, clock, registered)
+        if done is not None:
+            settled.append(done)
+    for gone in registered:
+        forget_gone(layout, gone)
+    return settled
+
+
+def session_grants(definition: Definition) -> set[str]:
+    """The session tools a session unit made under ``definition`` has."""
+    return set(load_workload(definition).grants(SESSION_TYPE))
 
 
 def is_session_unit(unit: UnitRecord) -> bool:

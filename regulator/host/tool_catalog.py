@@ -9,6 +9,7 @@ it learns them before it is refused by them.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, get_args
 
@@ -60,9 +61,12 @@ def _specs() -> dict[str, ToolSpec]:
         ),
         ToolSpec(
             "run_checks",
-            "Run the project's deterministic checks in the worktree. The result is stamped "
-            "with the revision and whether the tree was dirty; a report may cite only passing "
-            "runs made on a committed tree at the current revision.",
+            "Run the project's checks (its test command, as read_conventions names it) in the "
+            "working tree; a bounded summary comes back, with the output when they fail. It "
+            "needs no person's consent, so it works with nobody in the room: check your work "
+            "with it rather than running the tests in your shell, which may need consent. The "
+            "result is stamped with the revision and whether the tree was dirty; a report may "
+            "cite only passing runs made on a committed tree at the current revision.",
             _object({}, []),
         ),
         ToolSpec(
@@ -187,6 +191,25 @@ def _specs() -> dict[str, ToolSpec]:
 
 
 CATALOG: dict[str, ToolSpec] = _specs()
+
+
+def guidance(grants: Collection[str], named: Callable[[str], str] = str) -> str:
+    """What an agent is told of its session's tools when it joins (the MCP server's
+    instructions, Claude Code's ``SessionStart`` context): only the tools it has, each by the
+    name it sees (``named``: Claude Code's ``mcp__regulator__ask_human``)."""
+    said = []
+    if "ask_human" in grants:
+        said.append(f"Ask a person with {named('ask_human')}; silence is never consent.")
+    if "run_checks" in grants:
+        said.append(
+            f"Check your work with {named('run_checks')}: it runs the project's checks and "
+            "needs no person's consent, where running the tests in your shell may."
+        )
+    if "report_result" in grants:
+        said.append(
+            f"Answer your contract with {named('report_result')}, once, as your last action."
+        )
+    return " ".join(said)
 
 
 # The whole of one call's arguments, encoded: far above any honest call, far below what would

@@ -4,8 +4,9 @@ The seed leaves "does this action need consent?" to the model. For agents with a
 (Claude Code's ``PreToolUse``) the definition decides instead, from the tool's name and
 arguments: a read-only tool is allowed at once, a tool with a declared effect becomes a consent
 question, anything else is left to the agent's own permission prompt. A Bash command line is
-parsed (:mod:`regulator.policy.shell`) and is not asked when every command in it is in the
-consent rule's ``readOnlyCommands`` (:mod:`regulator.policy.read_only`). Read from
+parsed (:mod:`regulator.policy.shell`) and is read-only, allowed like a read-only tool, when
+every command in it is in the consent rule's ``readOnlyCommands``
+(:mod:`regulator.policy.read_only`) and no later rule claims it. Read from
 ``<definition>/agents.yaml``, else the shipped ``policies/agents.yaml``.
 
 Before the definition is consulted, two checks it cannot switch off
@@ -200,6 +201,11 @@ def classify(
         return Verdict(read_only=False, effect=effect, action=action, governs=True)
     if tool in rules.read_only:
         return Verdict(read_only=True)
+    # A Bash line the parse and the list say only reads is allowed like a read-only tool, so
+    # that an agent with nobody in the room can look (find, git log): left to the agent's own
+    # prompt, it would be refused headless wherever the agent's list is shorter than ours
+    # (Claude Code 2.1.328 refuses `git --no-pager log` and `uniq` in `-p`).
+    read_by_list = False
     for rule in rules.consent:
         matched = tool_matches(rule.tool, tool)
         if matched is False:
@@ -207,13 +213,14 @@ def classify(
         if matched:
             listed_here = rule.read_only_commands
             if listed_here and script is not None and reads_only(script, listed_here):
+                read_by_list = True
                 continue
             if rule.outside_repository:
                 path = tool_input.get("file_path") or tool_input.get("notebook_path")
                 if not isinstance(path, str) or not _outside(path, repository):
                     continue
         return Verdict(read_only=False, effect=rule.effect, action=action)
-    return Verdict(read_only=False)
+    return Verdict(read_only=read_by_list)
 
 
 def _parse(command: str) -> Script:

@@ -165,9 +165,11 @@ def words_allowed(spec: CommandSpec, words: Sequence[Word]) -> bool:
                 if takes is None:
                     return False
                 if takes:
-                    # The next word is the flag's value, whatever it says; an unquoted expansion
-                    # could still split into more words, one an option.
-                    if index >= len(words) or words[index].splits:
+                    # The next word is the flag's value, whatever it says, as long as it stays
+                    # one word: a split expansion or a glob could make it several, and the
+                    # second would be read as an option (`find . -name *` in a directory
+                    # holding files named `*` and `-delete` runs `find . -name * -delete`).
+                    if index >= len(words) or words[index].many:
                         return False
                     index += 1
                 continue

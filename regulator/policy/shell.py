@@ -319,7 +319,10 @@ class _Walker:
                     script.loose.append(self.word(node))
                 continue
             children = node.children
-            _check_adjacent(children, script)
+            # The parts of a concatenation touch by definition, and bash joins them as the
+            # parser does (`--format='%H %s'` is one word to both).
+            if kind != "concatenation":
+                _check_adjacent(children, script)
             if kind == "command":
                 script.commands.append(self.command(node))
             elif kind in ("file_redirect", "herestring_redirect"):

@@ -7,7 +7,8 @@ knowing (an obligation owed to a person that the next ``remind`` will deliver, a
 a symlink, a definition file the original would refuse or ignore, a person anyone on the machine
 may act as) and does not. The checks read and never write; the agent wiring's check runs the
 hook and the MCP servers an agent would run, with a ``Read`` and a tool listing, which record
-nothing.
+nothing. The command settles, before the checks, the session units whose agent has gone
+(:func:`regulator.host.session_units.settle_gone_sessions`), and the report says which.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 from regulator.host import gitops
 from regulator.host.instance import read_canaries
+from regulator.host.session_units import Settled
 from regulator.policy import POLICY_KINDS, Definition, PolicyError
 from regulator.policy.loader import (
     display_path,
@@ -328,7 +330,24 @@ def _obligations(log: RegulatoryLog) -> Check:
     return Check("obligations", not problems, detail, problems, notices)
 
 
-def run_doctor(root: Path, definition: Definition) -> DoctorReport:
+def _sessions(settled: list[Settled] | str) -> Check:
+    if isinstance(settled, str):  # the instance's files could not be read to settle them
+        return Check("sessions", False, "the session units could not be checked", [settled])
+    if not settled:
+        return Check("sessions", True, "no running session unit's agent has gone")
+    notices = [
+        f"{s.unit_id} settled ({s.became}): its agent process "
+        f"{', '.join(str(p) for p in s.pids)} had ended without settling it"
+        for s in settled
+    ]
+    return Check("sessions", True, f"{len(settled)} session unit(s) settled now", [], notices)
+
+
+def run_doctor(
+    root: Path, definition: Definition, settled: list[Settled] | str | None = None
+) -> DoctorReport:
+    """The report. ``settled``: the session units the command settled before (or why it could
+    not); ``None`` leaves that check out."""
     layout = Layout(root)
     checks = [
         _python(),
@@ -341,6 +360,7 @@ def run_doctor(root: Path, definition: Definition) -> DoctorReport:
         _workload(definition),
         _agents(definition),
         *_wiring(root),
+        *([] if settled is None else [_sessions(settled)]),
     ]
     try:
         log = RegulatoryLog(layout)

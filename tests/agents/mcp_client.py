@@ -7,13 +7,14 @@ every call's result (or error) is written to OUT as JSON, with the listed tools.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
 from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
 from mcp.shared.dispatcher import ProgressFnT
 
 
@@ -28,13 +29,17 @@ def counter(seen: list[float]) -> ProgressFnT:
 
 async def main(config_path: str, plan_path: str, out_path: str) -> None:
     server = json.loads(Path(config_path).read_text())["mcpServers"]["regulator"]
-    params = StdioServerParameters(
-        command=server["command"], args=server["args"], env=server.get("env")
-    )
+    # The SDK gives a server a few variables only: the checkout the suite runs (PYTHONPATH) is
+    # passed on, or the server would be the installed regulator, not the code under test.
+    env = {**get_default_environment(), **(server.get("env") or {})}
+    if "PYTHONPATH" in os.environ:
+        env.setdefault("PYTHONPATH", os.environ["PYTHONPATH"])
+    params = StdioServerParameters(command=server["command"], args=server["args"], env=env)
     plan = json.loads(Path(plan_path).read_text())
     out: dict[str, Any] = {"calls": []}
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
+        started = await session.initialize()
+        out["instructions"] = started.instructions
         listed = await session.list_tools()
         out["tools"] = {t.name: t.input_schema for t in listed.tools}
         for step in plan:
