@@ -342,3 +342,15 @@ def test_a_session_process_that_outlives_its_attempt_records_nothing_for_it(
         else:
             raise AssertionError(f"{name} acted for an attempt that had ended")
     assert tools.call("read_conventions", {})  # a pure read still answers
+
+
+def test_a_paused_session_cannot_run_the_projects_code_through_run_checks(
+    instance: Path,
+) -> None:
+    """run_checks runs the test command, code the agent wrote: once paused, only the pure read
+    (read_conventions) still answers."""
+    paused_session(instance, "s5")
+    code, said = tool(instance, "run_checks", {}, REGULATOR_SESSION="s5")
+    assert code == 1 and "paused: consent unanswered" in said["refused"]
+    code, _ = tool(instance, "read_conventions", {}, REGULATOR_SESSION="s5")
+    assert code == 0

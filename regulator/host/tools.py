@@ -74,6 +74,12 @@ EFFECTS: dict[str, Effect] = {
     "propose_policy_change": "log",
 }
 
+# `run_checks` is read-only as the seed declares it (it records nothing a report could not
+# cite), but it runs the project's test command: code the agent wrote. So a pause, an attempt
+# that is not in progress or a halted budget refuses it like any tool with an effect; only the
+# pure reads remain then.
+RUNS_PROJECT_CODE = frozenset({"run_checks", "run_tests"})
+
 OUTPUT_LIMIT = 4000
 # How often a wait for a person reads what was appended: a read of the new bytes only, so a
 # short interval costs little and the answer reaches the agent soon after the key press.
@@ -275,7 +281,7 @@ class SessionTools:
             raise ToolRefused(f"no tool {name!r}")
         if name not in self.grants:
             raise ToolRefused(f"{name} is not granted to unit type {self.contract.unit_type}")
-        if effect == "read-only":
+        if effect == "read-only" and name not in RUNS_PROJECT_CODE:
             return
         self._in_progress()
         paused = self.paused
