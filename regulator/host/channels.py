@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, time
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 from zoneinfo import ZoneInfo
 
 import orjson
@@ -365,7 +365,8 @@ def with_link(channel: Channel, target: str, link: str | None) -> str:
         query.append((":answerUrl", link))
     else:
         return target
-    return urlunsplit((*parts[:3], urlencode(query), parts.fragment))
+    # %20, not "+": apprise reads the query back without turning "+" into a space.
+    return urlunsplit((*parts[:3], urlencode(query, quote_via=quote), parts.fragment))
 
 
 def _send_slack_button(url: str, message: Message, link: str) -> None:

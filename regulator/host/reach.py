@@ -23,16 +23,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from regulator.host.agent_process import process_start
-from regulator.host.channels import ChannelDelivery, in_quiet_hours, takes
 from regulator.host.presence import ended
 from regulator.protocol.clock import Clock, now_iso, parse_iso, system_clock
 from regulator.protocol.entry import load_record
 from regulator.protocol.interaction import severity_for_kind
 from regulator.protocol.ours import ServeLiveness
 from regulator.protocol.policies import InteractionPolicy
-from regulator.rules.authority import check_disposition_authority
 from regulator.store import (
     Layout,
     RecordNotFound,
@@ -41,6 +40,9 @@ from regulator.store import (
     remove_file,
     write_json_atomic,
 )
+
+if TYPE_CHECKING:
+    from regulator.host.channels import ChannelDelivery
 
 SERVE_FILE = "serve.json"
 HEARTBEAT_S = 2.0
@@ -165,6 +167,10 @@ def reachable(
     server = serving(layout, clock)
     if server is None or server.answer_url is None:
         return []
+    # Only now: a hook asks this before every call that may write, and mostly no server runs.
+    from regulator.host.channels import in_quiet_hours, takes
+    from regulator.rules.authority import check_disposition_authority
+
     severity = severity_for_kind(kind)  # type: ignore[arg-type]
     now = clock()
     found: list[Reached] = []
