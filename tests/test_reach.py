@@ -287,3 +287,54 @@ def test_the_links_file_holds_no_token_and_a_line_is_never_reused_after_use(
     again = pages.post(token, {"link": token, "obligation": oid, "answer": "ok"})
     assert again.status == 410
     assert "used already" in again.body
+
+
+# --------------------------------------------------------------------------------------------
+# Where the waiting question went: status and the room's banner
+
+
+def _asked_through_serve(inst: Instance) -> str:
+    """A consent asked while a server reached alice (channel ``outbox``), then sent to her."""
+    from regulator.rules.asking import ask_in
+
+    with inst.ledger.transaction() as txn:
+        asked = ask_in(
+            txn,
+            inst.policy,
+            kind="consent",
+            subject="deploy",
+            question="Deploy now?",
+            action="deploy 1.4",
+            unit="u1",
+            channel="outbox",
+        )
+    inst.tick()
+    return asked.obligation.id
+
+
+def test_status_says_where_a_waiting_question_went_and_how_long_ago(inst: Instance) -> None:
+    from regulator.rules.regulatory_log import RegulatoryLog
+    from regulator.views.status import waiting_lines
+
+    oid = _asked_through_serve(inst)
+    log = RegulatoryLog(inst.layout)
+    log.refresh()
+    now = inst.clock() + timedelta(seconds=42)
+    [line] = waiting_lines(inst.layout, log, now)
+    assert line.startswith(f"  waiting {oid[:8]} consent: deploy — asked alice on email and phone")
+    assert "0:42 ago; 4:18 left" in line
+    # Past the kind's timeout the call has given up: nothing waits any more.
+    assert waiting_lines(inst.layout, log, inst.clock() + timedelta(minutes=6)) == []
+
+
+def test_the_rooms_waiting_banner_says_where_the_question_went(inst: Instance) -> None:
+    from tui.model import InstanceModel
+    from tui.widgets.banners import WaitingBanner
+
+    _asked_through_serve(inst)
+    inst.clock.now += timedelta(seconds=5)
+    model = InstanceModel(inst.root, clock=inst.clock)
+    model.refresh()
+    assert len(model.waiting_sessions()) == 1
+    text = WaitingBanner([model]).message().plain
+    assert "asked alice on email and phone, 0:05 ago" in text and "4:55 left" in text
