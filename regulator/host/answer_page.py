@@ -61,8 +61,9 @@ TITLES = {
 HEADERS = {
     "Content-Type": "text/html; charset=utf-8",
     "Cache-Control": "no-store",
-    # The token is in the URL: never sent on to another site.
-    "Referrer-Policy": "no-referrer",
+    # The token is in the URL: never sent on to another site. (Not no-referrer: with it a
+    # browser posts the page's own form with "Origin: null", which is refused as foreign.)
+    "Referrer-Policy": "same-origin",
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
     "Content-Security-Policy": (
