@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from regulator.host.hooks import claude_code
 from regulator.host.session_units import start_session_unit
 from regulator.host.thrash import ThrashDetector, writes_path
@@ -246,3 +248,21 @@ def test_a_commit_of_what_the_hook_already_counted_is_not_counted_twice(project:
     loop.dispatch(contract_with("once"))
     counts = ThrashDetector(layout, loop.definition).counts("once").counts["calc.py"]
     assert dict(counts) == {"hook": 2}
+
+
+def test_a_count_that_fails_at_the_sessions_end_still_lets_the_session_be_settled(
+    project: Path, monkeypatch: Any
+) -> None:
+    layout, definition = Layout(project), load_definition(project)
+    unit_id = start_session_unit(
+        layout, definition, "claude-s-8", agent="claude-code", cwd=project
+    ).unit_id
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise OSError("the disk is full")
+
+    monkeypatch.setattr(ThrashDetector, "settle", broken)
+    payload = {"hook_event_name": "SessionEnd", "session_id": "s-8", "cwd": str(project)}
+    with pytest.raises(OSError, match="the disk is full"):  # reported by the command
+        claude_code(payload, layout, definition, env={})
+    assert ExecutionStore(layout).unit(unit_id).status == "closed"

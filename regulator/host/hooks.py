@@ -104,8 +104,12 @@ def claude_code(
         unit = current_unit(layout, key, clock)
         if unit is not None:
             # The session's last writes are settled before it is: nothing follows to settle them.
-            _settle_writes(layout, definition, (unit.unit_id, 1), clock, final=True)
-            end_session_unit(layout, unit.unit_id, clock=clock)
+            # A count that cannot be made must not keep the session from being settled (the
+            # error is still reported, by the command, after the session is).
+            try:
+                _settle_writes(layout, definition, (unit.unit_id, 1), clock, final=True)
+            finally:
+                end_session_unit(layout, unit.unit_id, clock=clock)
         return {}
     if event == "PreToolUse":
         runs_under = _session_definition(layout, definition, registered, key)
