@@ -485,6 +485,26 @@ def b8(ctx: Context) -> None:
     ]
 
 
+def b9(ctx: Context) -> None:
+    """An answer from a channel's link: the confirming POST until `regulator ask` returns."""
+    done = subprocess.run(
+        [PYTHON, str(HERE / "link.py"), "--questions", "20"],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=900,
+    )
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"link.py: {done.stderr.strip()[-300:]}")
+    r = json.loads(lines[-1])
+    row = _ms_row("B9 answer from a link: POST → `ask` returns", r, 250)
+    row.figure += f" ({r.get('n', 0)} of {r.get('questions')} questions)"
+    if r.get("post_p50") is not None:
+        row.baseline = f"the POST alone p50 {r['post_p50']:.0f} ms"
+    ctx.rows.append(row)
+
+
 # --- the table ----------------------------------------------------------------------------------
 
 BENCHMARKS: dict[str, Callable[[Context], None]] = {
@@ -495,6 +515,7 @@ BENCHMARKS: dict[str, Callable[[Context], None]] = {
     "B5": b5,  # B6 (idle) is measured in the same room
     "B7": b7,
     "B8": b8,
+    "B9": b9,
     "B10": b10,
     "B11": b11,
 }

@@ -321,7 +321,9 @@ class InstanceModel:
         if o is None or interaction is None or o.status in TERMINAL_STATUSES:
             return
         request = interaction.request
-        if request.channel != "tui":
+        # Asked in a room, or of a person reached through `serve --http` (ours): either way a
+        # session waits for the answer until the deadline.
+        if request.channel not in ("tui", "outbox"):
             return
         try:
             deadline = parse_iso(request.raised_at) + timedelta(milliseconds=request.timeout_ms)

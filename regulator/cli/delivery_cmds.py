@@ -130,6 +130,39 @@ def cmd_effects(args: argparse.Namespace) -> int:
     return 0
 
 
+def _answer_address(
+    args: argparse.Namespace, layout: Layout
+) -> tuple[tuple[str, int] | None, str | None]:
+    """``--http`` and ``--public-url``, checked: the answer pages answer as the people the
+    links go to, so they are served only from a person's terminal, under the instance's own
+    people."""
+    if args.public_url is not None and args.http is None:
+        raise UsageError("--public-url needs --http: it is where the links of the pages point")
+    if args.http is None:
+        return None, None
+    from urllib.parse import urlsplit
+
+    from regulator.cli.context import acting_definition
+    from regulator.host.answer_page import parse_address
+    from regulator.host.person_acts import refuse_inside_agent
+
+    try:
+        address = parse_address(args.http)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    public = args.public_url
+    if public is not None:
+        parts = urlsplit(public)
+        if parts.scheme not in ("http", "https") or not parts.netloc or parts.query:
+            raise UsageError(
+                f"--public-url {public!r}: an http(s) URL without a query, as "
+                "https://regulator.example.com"
+            )
+    refuse_inside_agent([layout], instead="start `regulator serve --http` from your terminal")
+    acting_definition(args, layout.root)  # --definition may not bring other people (channels)
+    return address, public
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import signal
     import threading
@@ -143,6 +176,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     _ = definition(args, root).interaction  # refuse a bad definition now, not at a pass
     override = getattr(args, "definition", None)
     layout = Layout(root)
+    http, public_url = _answer_address(args, layout)
 
     def say(line: str) -> None:
         print(_safe(line), flush=True)
@@ -160,6 +194,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         interval_s=args.interval,
         say=say,
         complain=complain,
+        http=http,
+        public_url=public_url,
     )
     stop = threading.Event()
 

@@ -632,6 +632,19 @@ def _reach_commands(sub: Any) -> None:
         metavar="SECONDS",
         help="a pass at least this often, for reminders and quiet hours that end (default 30)",
     )
+    p.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="also serve the answer pages there (127.0.0.1:8765; port 0: any free one); each "
+        "question's message then carries a one-time link to answer it, and a person it "
+        "reaches counts as present",
+    )
+    p.add_argument(
+        "--public-url",
+        metavar="URL",
+        help="the address the links give, when a person reaches the pages another way (a "
+        "reverse proxy, ssh -L, a VPN name): https://regulator.example.com",
+    )
     p = _command(
         sub,
         "stream",

@@ -18,7 +18,8 @@ obligation owed to ``human`` is sent to the channels of every person who may dis
   unsent to it goes out (one message, not one per delivery missed).
 
 A whole pass holds the lock of ``deliveries.ndjson``, never the regulatory log's, so a slow
-receiver never stops anyone answering. Lock order: deliveries → effects → answer codes.
+receiver never stops anyone answering. Lock order: deliveries → effects → answer codes (and
+answer links).
 """
 
 from __future__ import annotations
@@ -30,12 +31,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, time
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 from zoneinfo import ZoneInfo
 
 import orjson
 
-from regulator.host import answer_codes
+from regulator.host import answer_codes, answer_links
 from regulator.host.instance import read_canaries
 from regulator.protocol.clock import Clock, now_iso, system_clock
 from regulator.protocol.credentials import SECRET_REFERENCE
@@ -213,11 +214,16 @@ def owners(policy: InteractionPolicy, log: RegulatoryLog, o: ObligationState) ->
 
 def wants(channel: Channel, o: ObligationState, kind: str | None) -> bool:
     """Whether the channel takes this obligation: its severity and, when listed, its kind."""
-    if not severity_at_least(o.severity, channel.min_severity):
+    return takes(channel, o.severity, o.concern, kind)
+
+
+def takes(channel: Channel, severity: str, concern: str, kind: str | None) -> bool:
+    """:func:`wants` for an obligation of this severity, concern and question kind."""
+    if not severity_at_least(severity, channel.min_severity):
         return False
     if channel.kinds is None:
         return True
-    return o.concern in channel.kinds or (kind is not None and kind in channel.kinds)
+    return concern in channel.kinds or (kind is not None and kind in channel.kinds)
 
 
 def _clock(text: str) -> time:
@@ -257,6 +263,8 @@ class Message:
     obligation_id: str
     reminder: bool
     code: str | None = None
+    # Ours: the one-time link to this person's answer page (``serve --http``), if any.
+    link: str | None = None
 
 
 def compose(
@@ -270,6 +278,7 @@ def compose(
     options: list[str] | None,
     action: str | None,
     scrub: Callable[[str], str],
+    link: str | None = None,
 ) -> Message:
     """The text a person receives. Record text is an agent's: scrubbed, escapes made visible."""
 
@@ -292,17 +301,25 @@ def compose(
         lines.append(f"a yes authorizes: {clean(action)}")
     lines.append(f"instance: {clean(instance)}")
     if o.concern == "interaction":
+        if link:
+            lines.append(f"answer here: {link}")
         with_code = f" --code {code}" if code else ""
         lines.append(f"answer: regulator answer {id8} --by {clean(person)}{with_code} --answer …")
-        if code:
-            lines.append("the code is yours alone, works once, and only for this question")
+        if code and link:
+            lines.append(
+                "the link and the code are yours alone, work once, and only for this question"
+            )
+        elif code or link:
+            what = "code" if code else "link"
+            lines.append(f"the {what} is yours alone, works once, and only for this question")
     else:
         lines.append(
             f"resolve: regulator obligation resolve {id8} --by {clean(person)} "
             "--disposition … --rationale …"
         )
-    lines.append("replies to this message are not read: answer with the command above")
-    return Message(title, "\n".join(lines), o.id, reminder, code)
+    answer_with = "the link or the command above" if link else "the command above"
+    lines.append(f"replies to this message are not read: answer with {answer_with}")
+    return Message(title, "\n".join(lines), o.id, reminder, code, link)
 
 
 # --------------------------------------------------------------------------------------------
@@ -334,13 +351,75 @@ def apprise_url(channel: Channel, url: str) -> str:
     return url
 
 
+def with_link(channel: Channel, target: str, link: str | None) -> str:
+    """The apprise URL ``target`` made to carry the answer link as the service's own action:
+    ntfy's ``view`` action (and a click on the notification), a webhook's ``answerUrl``."""
+    if link is None:
+        return target
+    parts = urlsplit(target)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    scheme = parts.scheme.lower()
+    if channel.type == "ntfy" and scheme in ("ntfy", "ntfys"):
+        query += [("click", link), ("actions", f"view, Answer, {link}, clear=true")]
+    elif channel.type == "webhook" and scheme in ("json", "jsons"):
+        query.append((":answerUrl", link))
+    else:
+        return target
+    # %20, not "+": apprise reads the query back without turning "+" into a space.
+    return urlunsplit((*parts[:3], urlencode(query, quote_via=quote), parts.fragment))
+
+
+def _send_slack_button(url: str, message: Message, link: str) -> None:
+    """A Slack incoming webhook (or a compatible one): the text, and a link button to the
+    answer page. Plain text blocks: an agent's words are never read as Slack markup."""
+    import urllib.error
+    import urllib.request
+
+    text = f"{message.title}\n{message.body}"
+    payload = {
+        "text": text,
+        "blocks": [
+            {"type": "section", "text": {"type": "plain_text", "text": text[:2900]}},
+            {
+                "type": "actions",
+                "elements": [
+                    {
+                        "type": "button",
+                        "text": {"type": "plain_text", "text": "Answer"},
+                        "url": link,
+                        "action_id": "regulator-answer",
+                    }
+                ],
+            },
+        ],
+    }
+    request = urllib.request.Request(
+        url,
+        data=orjson.dumps(payload),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=SEND_TIMEOUT_S) as response:
+            response.read(4096)
+    except urllib.error.HTTPError as exc:
+        raise SendFailed(f"the webhook answered HTTP {exc.code}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise SendFailed(f"the webhook could not be reached: {reason}") from None
+
+
 def _send_apprise(channel: Channel, url: str, message: Message) -> None:
     import logging
 
     import apprise
 
+    scheme = urlsplit(url).scheme.lower()
+    if message.link is not None and channel.type == "slack" and scheme in ("http", "https"):
+        _send_slack_button(url, message, message.link)
+        return
     target = apprise.Apprise()
-    if not target.add(apprise_url(channel, url)):
+    if not target.add(with_link(channel, apprise_url(channel, url), message.link)):
         raise SendFailed(f"apprise does not understand the {channel.type} URL")
     body = message.body
     if channel.type in ("slack", "webhook"):
@@ -405,6 +484,7 @@ class ChannelDelivery:
     outcome: str  # sent | failed | unknown
     error: str | None = None
     code: bool = False
+    link: bool = False  # the message carried a link to the answer page (never the link)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -423,6 +503,8 @@ class ChannelDelivery:
             out["error"] = self.error
         if self.code:
             out["code"] = True
+        if self.link:
+            out["link"] = True
         return out
 
     @classmethod
@@ -440,6 +522,7 @@ class ChannelDelivery:
             outcome=str(data["outcome"]),
             error=None if data.get("error") is None else str(data["error"]),
             code=bool(data.get("code", False)),
+            link=bool(data.get("link", False)),
         )
 
 
@@ -518,13 +601,22 @@ def fan_out(
     sender: Sender | None = None,
     env: Env | None = None,
     scrub: Callable[[str], str] | None = None,
+    answer_url: str | None = None,
 ) -> FanOut:
     """Send the latest delivery of every open obligation owed to a person to each owner's
-    channels that take it and have not had it. Idempotent; see the module's docstring."""
+    channels that take it and have not had it. Idempotent; see the module's docstring.
+
+    A question's message carries a one-time link to its answer page when ``answer_url`` is
+    given, or else when a ``regulator serve --http`` of this instance is running."""
     result = FanOut()
     if not has_channels(policy):
         return result
     clock = clock if clock is not None else ledger.clock
+    if answer_url is None:
+        from regulator.host.reach import serving
+
+        live = serving(layout, clock)
+        answer_url = live.answer_url if live is not None else None
     send = sender if sender is not None else default_sender
     env = os.environ if env is None else env
     secrets = channel_secrets(policy, env)
@@ -568,6 +660,12 @@ def fan_out(
                         if code is None:
                             code = answer_codes.issue(layout, o.id, person.name, key, clock)
                             codes[(o.id, number, person.name)] = code
+                    link: str | None = None
+                    if request is not None and answer_url is not None:
+                        token = answer_links.issue(
+                            layout, o.id, person.name, channel.label, key, clock
+                        )
+                        link = answer_links.url_for(answer_url, token)
                     message = compose(
                         o,
                         person.name,
@@ -578,6 +676,7 @@ def fan_out(
                         options=request.options if request is not None else None,
                         action=request.action if request is not None else None,
                         scrub=scrubber,
+                        link=link,
                     )
                     record = _send_one(channel, message, send, env, layout, scrubber)
                     at = now_iso(clock)
@@ -594,6 +693,7 @@ def fan_out(
                         outcome="sent" if record is None else "failed",
                         error=record,
                         code=code is not None,
+                        link=link is not None,
                     )
                     out.append([dumps_line(done.to_json())])
                     journal.commit(key, f"sent {at}" if record is None else f"failed {at}")

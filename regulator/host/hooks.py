@@ -151,8 +151,11 @@ def _pre_tool_use(
     if verdict.effect is None or verdict.action is None:
         return {}  # no declared effect: the agent's own permission rules decide
     from regulator.host.presence import present
+    from regulator.host.reach import reachable
 
-    if not present(layout, clock):
+    if not present(layout, clock) and not reachable(
+        layout, runs_under.interaction, "consent", clock
+    ):
         reason = "regulator: nobody is in the control room to ask"
         if verdict.governs or verdict.person_act:  # built in: never allowed unasked
             reason = f"{reason}; this call {visible(verdict.effect or '')}"

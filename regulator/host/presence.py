@@ -22,14 +22,14 @@ from pathlib import Path
 from regulator.host.agent_process import proc_stat, process_start
 from regulator.protocol.clock import Clock, now_iso, parse_iso, system_clock
 from regulator.protocol.entry import load_record
-from regulator.protocol.ours import Presence
+from regulator.protocol.ours import Presence, ServeLiveness
 from regulator.store import Layout, StoreError, read_bytes, remove_file, write_json_atomic
 
 HEARTBEAT_S = 2.0
 STALE_AFTER_S = 3 * HEARTBEAT_S
 
 
-def ended(record: Presence, host: str) -> bool:
+def ended(record: Presence | ServeLiveness, host: str) -> bool:
     """Whether the process that wrote ``record`` is known to be gone (only ``host``'s can be)."""
     if record.host != host:
         return False

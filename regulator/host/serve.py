@@ -9,6 +9,12 @@ changes, and at least every ``interval`` for reminders and quiet hours that end:
    as ``regulator remind``);
 3. send each delivery to the owners' channels (:mod:`regulator.host.channels`).
 
+With ``http`` (``--http HOST:PORT``) it also serves the answer pages
+(:mod:`regulator.host.answer_page`) on a thread of its own, and each question's message
+carries a one-time link to one. ``serve.json`` (:mod:`regulator.host.reach`) says it runs and
+where its pages are, refreshed while the loop and the pages are alive: a person a question
+would reach through it counts as present, so the asking call waits for their answer.
+
 Every step is idempotent through the log's own records and the effect journal, so a restart
 (or a second process doing the same by hand) sends nothing twice. ``serve.cursor`` keeps the
 byte length of the log as of the last finished pass, so a restart says where it resumes and
@@ -28,8 +34,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from regulator.host.answer_page import AnswerHTTPServer, AnswerService, served_url, start_http
 from regulator.host.channels import FanOut, Sender, fan_out, has_channels
 from regulator.host.delivery import deliver_pending, remind_due
+from regulator.host.reach import ServeBeat, ServeHeartbeat
 from regulator.policy import Definition
 from regulator.protocol.clock import Clock, now_iso, system_clock
 from regulator.protocol.errors import HostFailure
@@ -42,6 +50,8 @@ LOCK_FILE = "serve.lock"
 CURSOR_FILE = "serve.cursor"
 DEFAULT_INTERVAL_S = 30.0
 WAKE_MS = 400
+# A loop that has not woken for this long (a pass stuck on a send) stops beating serve.json.
+LOOP_SILENT_S = 60.0
 
 
 class ServeBusy(HostFailure):
@@ -138,6 +148,8 @@ class Server:
         interval_s: float = DEFAULT_INTERVAL_S,
         say: Callable[[str], None] = lambda _line: None,
         complain: Callable[[str], None] = lambda _line: None,
+        http: tuple[str, int] | None = None,
+        public_url: str | None = None,
     ) -> None:
         self.layout = layout
         self.definition = definition
@@ -150,6 +162,11 @@ class Server:
         self.ledger = Ledger(layout, clock=clock)
         self.journal = EffectJournal(layout, clock)
         self.passes = 0
+        self.http = http
+        self.public_url = public_url
+        self.answer_url: str | None = None  # set once the pages are served
+        self.pages: AnswerHTTPServer | None = None
+        self._woke = time.monotonic()
 
     def run_pass(self) -> PassReport:
         """Route, deliver, remind, send; then move the cursor."""
@@ -171,6 +188,7 @@ class Server:
             clock=self.clock,
             sender=self.sender,
             scrub=self.scrub,
+            answer_url=self.answer_url,
         )
         size = _log_size(self.layout)
         if read_cursor(self.layout) != size:
@@ -202,53 +220,93 @@ class Server:
         except Exception:
             pass  # the pass will say what is wrong
 
+    def _start_pages(self) -> None:
+        if self.http is None:
+            return
+        service = AnswerService(
+            self.layout, self.definition, clock=self.clock, scrub=self.scrub, say=self.say
+        )
+        try:
+            self.pages = start_http(self.http, service)
+        except OSError as exc:
+            raise HostFailure(
+                f"--http {self.http[0]}:{self.http[1]}: cannot serve there: {exc.strerror or exc}"
+            ) from None
+        served = served_url(self.pages)
+        self.answer_url = (self.public_url or served).rstrip("/")
+        links = f"; links say {self.answer_url}" if self.public_url else ""
+        self.say(f"answer pages at {served}{links}")
+
+    def _alive(self) -> bool:
+        """Whether a person reached through this server could answer now: the loop woke lately
+        (it sends the questions) and, with pages, their thread still serves."""
+        if time.monotonic() - self._woke > LOOP_SILENT_S:
+            return False
+        return self.pages is None or self.pages.serving()
+
     def run(self, stop: threading.Event, *, ready: Callable[[], None] | None = None) -> None:
         """Serve until ``stop`` is set: a pass now, then on every change and every interval."""
-        import watchfiles
-
         state = self.layout.state
         if not state.is_dir():
             raise HostFailure(f"{state}: not an instance (run `regulator init` first)")
         with serve_lock(self.layout):
-            before = read_cursor(self.layout)
-            size = _log_size(self.layout)
-            if before is None:
-                self.say(f"serving {self.layout.root}: first start, the log holds {size} bytes")
-            else:
-                self.say(
-                    f"serving {self.layout.root}: resuming after byte {before} "
-                    f"({max(0, size - before)} bytes arrived meanwhile)"
-                )
-            self._warm_up()
-            self._safe_pass()
-            seen, last = _log_size(self.layout), time.monotonic()
-            names = {self.layout.signals.name}
+            self._start_pages()
+            self._woke = time.monotonic()
+            heartbeat = ServeHeartbeat(ServeBeat(self.layout, self.answer_url), self._alive)
+            heartbeat.start()
+            try:
+                self._serve(stop, ready)
+            finally:
+                heartbeat.stop()
+                if self.pages is not None:
+                    self.pages.shutdown()
+                    self.pages.server_close()
 
-            def only_the_log(_change: watchfiles.Change, path: str) -> bool:
-                return Path(path).name in names
+    def _serve(self, stop: threading.Event, ready: Callable[[], None] | None) -> None:
+        import watchfiles
 
-            # A short wake-up: it also covers an append made before the watcher was set up,
-            # and a file system whose change events do not arrive (the size is compared).
-            watcher = watchfiles.watch(
-                state,
-                watch_filter=only_the_log,
-                debounce=50,
-                step=20,
-                stop_event=stop,
-                rust_timeout=WAKE_MS,
-                yield_on_timeout=True,
-                raise_interrupt=False,
-                recursive=False,
+        state = self.layout.state
+        before = read_cursor(self.layout)
+        size = _log_size(self.layout)
+        if before is None:
+            self.say(f"serving {self.layout.root}: first start, the log holds {size} bytes")
+        else:
+            self.say(
+                f"serving {self.layout.root}: resuming after byte {before} "
+                f"({max(0, size - before)} bytes arrived meanwhile)"
             )
-            self.say(f"watching {self.layout.label(self.layout.signals)} for changes")
-            if ready is not None:
-                ready()
-            for changes in watcher:
-                if stop.is_set():
-                    break
-                size = _log_size(self.layout)
-                due = time.monotonic() - last >= self.interval_s
-                if changes or size != seen or due:
-                    self._safe_pass()
-                    seen, last = _log_size(self.layout), time.monotonic()
-            self.say("stopped")
+        self._warm_up()
+        self._safe_pass()
+        seen, last = _log_size(self.layout), time.monotonic()
+        names = {self.layout.signals.name}
+
+        def only_the_log(_change: watchfiles.Change, path: str) -> bool:
+            return Path(path).name in names
+
+        # A short wake-up: it also covers an append made before the watcher was set up,
+        # and a file system whose change events do not arrive (the size is compared).
+        watcher = watchfiles.watch(
+            state,
+            watch_filter=only_the_log,
+            debounce=50,
+            step=20,
+            stop_event=stop,
+            rust_timeout=WAKE_MS,
+            yield_on_timeout=True,
+            raise_interrupt=False,
+            recursive=False,
+        )
+        self.say(f"watching {self.layout.label(self.layout.signals)} for changes")
+        if ready is not None:
+            ready()
+        for changes in watcher:
+            self._woke = time.monotonic()
+            if stop.is_set():
+                break
+            size = _log_size(self.layout)
+            due = time.monotonic() - last >= self.interval_s
+            if changes or size != seen or due:
+                self._safe_pass()
+                seen, last = _log_size(self.layout), time.monotonic()
+                self._woke = time.monotonic()
+        self.say("stopped")

@@ -24,6 +24,7 @@ import orjson
 from regulator.host.conventions import discover
 from regulator.host.delivery import route_and_deliver
 from regulator.host.presence import present
+from regulator.host.reach import reachable
 from regulator.host.session_units import SESSION_TYPE
 from regulator.host.tool_catalog import input_problem
 from regulator.host.worktree import head_of, is_dirty
@@ -440,7 +441,11 @@ class SessionTools:
             )
         policy = self._interaction_policy()
         waits = not CONTINUES_WITHOUT_ANSWER[kind]  # type: ignore[index]
-        someone = bool(present(self.layout, self.clock)) and policy is not None
+        room = bool(present(self.layout, self.clock)) and policy is not None
+        # Ours: nobody in the room, but a running `serve --http` will put a link to the answer
+        # page on the phone (or mail…) of someone who may answer: they count as present too.
+        reached = [] if room else reachable(self.layout, policy, kind, self.clock)
+        someone = room or bool(reached)
         asking_now = someone and self.wait_for_person
         # Under the log's lock, counted from the log: two processes of this unit cannot both
         # pass the attention budget, and the count is the record's, not a journal's.
@@ -478,7 +483,7 @@ class SessionTools:
                 ],
                 unit=self.unit_id,
                 attempt=self.attempt,
-                channel="tui" if asking_now else "none",
+                channel=("tui" if room else "outbox") if asking_now else "none",
                 # A consent the host asks for an agent's own tool call (a hook) is the host's
                 # question, not the unit's: it spends none of the unit's attention budget.
                 raised_by="S3" if host else "S1",

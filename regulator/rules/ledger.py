@@ -80,6 +80,8 @@ class Actor:
     uid: int = field(default_factory=os.getuid)
     # The definition directory (whose people were checked), or "shipped"; None: not known.
     definition: str | None = None
+    # ``via: link``: the channel whose message carried the link.
+    channel: str | None = None
 
 
 def find_obligation(log: RegulatoryLog, ref: str) -> ObligationState:
@@ -116,6 +118,7 @@ def write_provenance(layout: Layout, event_ids: list[str], actor: Actor, clock: 
                     "pid": actor.pid,
                     "uid": actor.uid,
                     "definition": actor.definition,
+                    **({"channel": actor.channel} if actor.channel is not None else {}),
                     "at": at,
                 }
             )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -100,6 +101,9 @@ class Status:
     #: Entries under ``.regulator/`` the store refuses and no reader here opened: the view
     #: names them among its problems, and ``status`` refuses after showing it.
     misplaced: list[str] = field(default_factory=list)
+    #: Ours: the questions a session is still waiting on, and where each went
+    #: (``asked alice on phone, 0:42 ago``), one line each.
+    waiting: list[str] = field(default_factory=list)
 
 
 def build_status(root: Path, definition: Definition, *, obligations: bool = True) -> Status:
@@ -136,7 +140,49 @@ def build_status(root: Path, definition: Definition, *, obligations: bool = True
         lazy=not obligations,
         interactions=list(log.interactions.values()),
         misplaced=misplaced,
+        waiting=waiting_lines(layout, log),
     )
+
+
+def waiting_lines(layout: Layout, log: RegulatoryLog, now: datetime | None = None) -> list[str]:
+    """A line per question whose asking call still waits (asked in the room, or of a person
+    reached through ``serve --http``): what it is, where it went, how long it has left."""
+    from datetime import timedelta
+
+    from regulator.host.channels import ChannelDelivery, read_deliveries
+    from regulator.host.reach import where_asked
+    from regulator.protocol.clock import parse_iso, system_clock
+    from regulator.protocol.vocab import TERMINAL_STATUSES
+
+    now = now if now is not None else system_clock()
+    sent: dict[str, list[ChannelDelivery]] | None = None
+    lines: list[str] = []
+    for i in log.interactions.values():
+        r = i.request
+        if i.answers or r.channel not in ("tui", "outbox") or r.timeout_ms <= 0:
+            continue
+        o = log.obligations.get(r.obligation_id)
+        if o is None or o.status in TERMINAL_STATUSES:
+            continue
+        try:
+            left = parse_iso(r.raised_at) + timedelta(milliseconds=r.timeout_ms) - now
+        except ValueError:
+            continue
+        if left.total_seconds() <= 0:
+            continue
+        if sent is None:
+            sent = {}
+            for d in read_deliveries(layout)[0]:
+                sent.setdefault(d.obligation_id, []).append(d)
+        where = where_asked(sent.get(o.id, []), now) or (
+            "asked in the room" if r.channel == "tui" else "not sent yet"
+        )
+        secs = int(left.total_seconds())
+        lines.append(
+            f"  waiting {v(o.id[:8])} {v(r.kind)}: {v(r.subject)} — {v(where)}; "
+            f"{secs // 60}:{secs % 60:02d} left"
+        )
+    return lines
 
 
 def _view(
@@ -247,6 +293,7 @@ def render_status_text(status: Status) -> str:
     interactions = status.interactions
     unanswered = sum(1 for i in interactions if not i.answered)
     out.append(f"interactions: {len(interactions)} asked, {unanswered} unanswered")
+    out += status.waiting
     out.append(f"unrouted messages: {len(inst['signals'])}")
     for m in inst["signals"]:
         level = m.get("severity", m.get("impact", ""))

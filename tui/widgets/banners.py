@@ -16,6 +16,8 @@ from textual.reactive import reactive
 from textual.timer import Timer
 from textual.widget import Widget
 
+from regulator.host.reach import where_asked
+
 from ..model import InstanceModel
 from ..render import one_line, plain
 
@@ -107,10 +109,13 @@ class WaitingBanner(Banner):
             return Text()
         m, (o, _i, left) = waiting[0]
         secs = int(left)
+        where = where_asked(m.channel_deliveries(o.id), m.clock())
         return Text.assemble(
             ("⏳ a session is waiting: ", "bold"),
             plain(one_line(o.subject, m.redactor)),
-            f" ({o.unit}) — {secs // 60}:{secs % 60:02d} left — w goes to it, a answers",
+            f" ({o.unit}) — ",
+            plain(one_line(f"{where} — ", m.redactor)) if where else "",
+            f"{secs // 60}:{secs % 60:02d} left — w goes to it, a answers",
         )
 
 
