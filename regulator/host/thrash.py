@@ -355,6 +355,9 @@ class ThrashDetector:
         return CoordinationSignal(
             id=str(uuid.uuid4()),
             timestamp=now_iso(self.clock),
+            source="S2",
+            channel="signal",
+            destination="S3",
             subject=f"unit {unit_id} keeps rewriting {name}",
             unit=unit_id,
             severity="advisory",
@@ -364,8 +367,8 @@ class ThrashDetector:
                 f"of {self.threshold} (coordination.oscillationThreshold)"
             ),
             evidence=[
-                EvidenceRef.model_validate({"class": "file", "ref": name}),
-                EvidenceRef.model_validate(
+                EvidenceRef.from_json_dict({"class": "file", "ref": name}),
+                EvidenceRef.from_json_dict(
                     {"class": "file", "ref": f".regulator/sessions/{unit_id}/writes.ndjson"}
                 ),
             ],
