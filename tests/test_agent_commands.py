@@ -17,12 +17,13 @@ import yaml
 
 from regulator.policy import load_definition
 from regulator.policy.agent_effects import (
-    AgentEffects,
     AgentRules,
+    agent_rules,
     classify,
     load_agent_effects,
+    load_agent_effects_file,
 )
-from regulator.policy.loader import PolicyError, load_policy_file, shipped_policies_dir
+from regulator.policy.loader import PolicyError, shipped_policies_dir
 from regulator.policy.shell import MAX_BYTES, parse
 
 RULES = load_agent_effects(load_definition(None)).agents["claude-code"]
@@ -384,7 +385,7 @@ def _definition_with(tmp_path: Path, edit: Any) -> Path:
 
 def _problems(path: Path) -> list[str]:
     with pytest.raises(PolicyError) as caught:
-        load_policy_file("agents", path, AgentEffects)
+        load_agent_effects_file(path)
     return caught.value.problems
 
 
@@ -427,6 +428,17 @@ def test_a_bad_read_only_entry_is_refused_naming_its_field(
     assert says in problem
 
 
+def test_a_value_pydantic_would_coerce_is_still_refused(tmp_path: Path) -> None:
+    # The structs decide, strictly; the pydantic models only describe what they refuse, and a
+    # file those models would accept ("yes" read as true) is refused all the same.
+    def edit(rules: dict[str, Any]) -> None:
+        rules["consent"][0]["outsideRepository"] = "yes"
+
+    (problem,) = _problems(_definition_with(tmp_path, edit))
+    assert "agents.yaml: Expected `bool`, got `str`" in problem
+    assert "consent[0].outsideRepository" in problem
+
+
 def test_a_command_name_that_is_a_path_is_refused(tmp_path: Path) -> None:
     def edit(rules: dict[str, Any]) -> None:
         rules["consent"][0]["readOnlyCommands"] = {"/bin/ls": {}}
@@ -437,7 +449,7 @@ def test_a_command_name_that_is_a_path_is_refused(tmp_path: Path) -> None:
 
 def test_a_tool_pattern_that_runs_out_of_time_asks() -> None:
     # Backtracks exponentially: without a time limit this match runs for hours.
-    rules = AgentRules.model_validate(
+    rules = agent_rules(
         {"consent": [{"tool": "(a|aa)*$", "effect": "slow pattern"}], "nobodyPresent": "allow"}
     )
     started = time.perf_counter()
@@ -458,7 +470,7 @@ def test_the_definitions_list_decides_what_only_reads(tmp_path: Path) -> None:
     def edit(rules: dict[str, Any]) -> None:
         rules["consent"][0]["readOnlyCommands"] = {"make": {"subcommands": {"lint": {}}}}
 
-    rules = load_policy_file("agents", _definition_with(tmp_path, edit), AgentEffects)
+    rules = load_agent_effects_file(_definition_with(tmp_path, edit))
     mine = rules.agents["claude-code"]
     assert not asked("make lint", mine)
     assert asked("make install", mine)

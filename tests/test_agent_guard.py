@@ -21,7 +21,13 @@ import yaml
 
 from regulator.host.guarded_places import guarded_places
 from regulator.policy import load_definition
-from regulator.policy.agent_effects import AgentRules, Verdict, classify, load_agent_effects
+from regulator.policy.agent_effects import (
+    AgentRules,
+    Verdict,
+    agent_rules,
+    classify,
+    load_agent_effects,
+)
 from regulator.policy.loader import Definition, shipped_policies_dir
 from regulator.store import Layout
 
@@ -29,7 +35,7 @@ from .conftest import git
 
 RULES = load_agent_effects(load_definition(None)).agents["claude-code"]
 # A definition as loose as can be: every tool read-only, nothing asked, allow when alone.
-LOOSE = AgentRules.model_validate(
+LOOSE = agent_rules(
     {"readOnly": ["Write", "Edit", "MultiEdit", "NotebookEdit", "Bash"], "nobodyPresent": "allow"}
 )
 

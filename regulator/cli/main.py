@@ -18,7 +18,6 @@ from regulator import __version__
 from regulator.cli.errors import UsageError
 from regulator.protocol.errors import RegulatorError, message_of
 from regulator.protocol.text import visible
-from regulator.rules import answers
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -65,6 +64,25 @@ def _command(
     parser.set_defaults(_handler=handler, _parser=parser)
     if common:
         _common(parser)
+    return parser
+
+
+def _hook_command(sub: Any) -> None:
+    p = _command(
+        sub,
+        "hook",
+        "regulator.cli.hook_cmds:cmd_hook",
+        "answer an agent's hook: a payload on stdin, the agent's reply on stdout",
+        "regulator hook claude-code < payload.json",
+    )
+    p.add_argument("agent", choices=["claude-code"], help="which agent's hook format")
+
+
+def _hook_parser() -> argparse.ArgumentParser:
+    """A parser of ``regulator hook`` alone. Claude Code runs the hook before every tool call
+    it matches: building the whole command line's parser would be a tenth of its time."""
+    parser = _Parser(prog="regulator")
+    _hook_command(parser.add_subparsers(metavar="COMMAND", parser_class=_Parser))
     return parser
 
 
@@ -213,14 +231,7 @@ def _agent_commands(sub: Any) -> None:
         help="wait at most this long (never longer than the kind's timeout in the policy)",
     )
     p.add_argument("--json", action="store_true", help="print the whole result as JSON")
-    p = _command(
-        sub,
-        "hook",
-        "regulator.cli.hook_cmds:cmd_hook",
-        "answer an agent's hook: a payload on stdin, the agent's reply on stdout",
-        "regulator hook claude-code < payload.json",
-    )
-    p.add_argument("agent", choices=["claude-code"], help="which agent's hook format")
+    _hook_command(sub)
     ses = sub.add_parser(
         "session",
         help="open or end the session unit of an agent a person runs by hand",
@@ -551,6 +562,8 @@ def _answer_words() -> str:
     """The accepted words, wrapped for ``--help`` (and so for docs/cli.md)."""
     import textwrap
 
+    from regulator.rules import answers
+
     lines = []
     for label, words in (
         ("consent or uat, yes:", answers.YES_WORDS),
@@ -743,7 +756,8 @@ def _run(handler_path: str, args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    given = sys.argv[1:] if argv is None else list(argv)
+    parser = _hook_parser() if given[:1] == ["hook"] else build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:
         # Report a stray argument with the usage of the command it was given to.

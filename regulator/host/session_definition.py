@@ -25,7 +25,6 @@ from regulator.host.environment import SESSION_ENV
 from regulator.policy import POLICY_KINDS, Definition
 from regulator.policy.agent_effects import effects_path
 from regulator.policy.loader import read_definition_text
-from regulator.policy.workload import is_original_format, workload_path
 from regulator.store import Layout, is_valid_unit_id, write_text_atomic
 
 _COMPLETE = "complete"
@@ -66,6 +65,10 @@ def snapshot_dir(layout: Layout, unit_id: str, attempt: int) -> Path:
 
 def _files(definition: Definition) -> list[tuple[Path, str]]:
     """Every file of ``definition`` a session reads, with its place in the snapshot."""
+    # The workload's models (pydantic) load here, when a session starts, not on every call the
+    # hook answers.
+    from regulator.policy.workload import is_original_format, workload_path
+
     files = [
         (source, f"policies/{source.name}")
         for source in (definition.source(kind) for kind in POLICY_KINDS)

@@ -19,12 +19,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
+import msgspec
 import regex
-from pydantic import Field, field_validator
 
-from regulator.policy import Definition
+from regulator.policy import Definition, PolicyError
 from regulator.policy.agent_guard import (
     WRITING_TOOLS,
     GuardedPlaces,
@@ -33,14 +33,18 @@ from regulator.policy.agent_guard import (
     file_tool_hit,
     person_act,
 )
-from regulator.policy.loader import load_policy_file, shipped_policies_dir
+from regulator.policy.loader import (
+    display_path,
+    load_policy_file,
+    read_definition_data,
+    shipped_policies_dir,
+)
 from regulator.policy.read_only import (
     CommandSpec,
     check_command_name,
     command_reads_only,
     reads_only,
 )
-from regulator.protocol.schema import Schema
 
 if TYPE_CHECKING:
     from regulator.policy.shell import Command, Script
@@ -54,8 +58,8 @@ PATTERN_TIMEOUT_S = 0.1
 BASH = "Bash"
 
 
-def _compiles(pattern: str) -> str:
-    # The engine that matches it, and only it, says whether it is a pattern.
+def check_pattern(pattern: str) -> str:
+    """A tool pattern, checked by the engine that matches it (and only it)."""
     try:
         regex.compile(pattern)
     except regex.error as exc:
@@ -63,48 +67,47 @@ def _compiles(pattern: str) -> str:
     return pattern
 
 
-class ConsentRule(Schema):
+#: Why a consent rule's ``except`` is refused.
+EXCEPT_GONE = (
+    "regular expressions on the command line are no longer read (a pattern cannot "
+    "tell a command that only reads): list those commands under readOnlyCommands "
+    "instead, as the shipped policies/agents.yaml does (docs/agents.md)"
+)
+
+# The structs below decide what ``agents.yaml`` may hold: closed (an unknown field, ``except``
+# among them, is refused), strict (no coercion), camelCase in the file. A file they refuse is
+# described by the pydantic models of :mod:`regulator.policy.agents_models`.
+
+
+class ConsentRule(msgspec.Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
     tool: str  # a regular expression on the tool's name, matched whole
-    effect: str = Field(min_length=1)  # what the person is told the call does
+    effect: Annotated[str, msgspec.Meta(min_length=1)]  # what the person is told the call does
     # Bash: the commands that only read, with their flags; a line of only those is not asked.
-    read_only_commands: dict[str, CommandSpec] = Field(default_factory=dict)
+    read_only_commands: dict[str, CommandSpec] = msgspec.field(default_factory=dict)
     # Only calls whose file_path lies outside the repository (Write, Edit).
     outside_repository: bool = False
-    # Regular expressions on the whole command line, replaced by readOnlyCommands: refused.
-    except_: Any = Field(default=None, alias="except")
 
-    @field_validator("tool")
-    @classmethod
-    def _tool(cls, value: str) -> str:
-        return _compiles(value)
-
-    @field_validator("read_only_commands")
-    @classmethod
-    def _commands(cls, value: dict[str, CommandSpec]) -> dict[str, CommandSpec]:
-        for name in value:
+    def __post_init__(self) -> None:
+        check_pattern(self.tool)
+        for name in self.read_only_commands:
             check_command_name(name)
-        return value
-
-    @field_validator("except_", mode="before")
-    @classmethod
-    def _except(cls, value: object) -> None:
-        raise ValueError(
-            "regular expressions on the command line are no longer read (a pattern cannot "
-            "tell a command that only reads): list those commands under readOnlyCommands "
-            "instead, as the shipped policies/agents.yaml does (docs/agents.md)"
-        )
 
 
-class AgentRules(Schema):
-    read_only: list[str] = Field(default_factory=list)
-    consent: list[ConsentRule] = Field(default_factory=list)
+class AgentRules(msgspec.Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
+    read_only: list[str] = msgspec.field(default_factory=list)
+    consent: list[ConsentRule] = msgspec.field(default_factory=list)
     nobody_present: Decision = "ask"
 
 
-class AgentEffects(Schema):
-    name: str = Field(min_length=1)
-    version: int = Field(ge=1, strict=True)
+class AgentEffects(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    name: Annotated[str, msgspec.Meta(min_length=1)]
+    version: Annotated[int, msgspec.Meta(ge=1)]
     agents: dict[str, AgentRules]
+
+
+def agent_rules(data: object) -> AgentRules:
+    """One agent's rules from their file's shape (camelCase), checked as the file is."""
+    return msgspec.convert(data, AgentRules, strict=True)
 
 
 @dataclass(frozen=True)
@@ -131,7 +134,23 @@ def effects_path(definition: Definition) -> Path:
 
 
 def load_agent_effects(definition: Definition) -> AgentEffects:
-    return load_policy_file("agents", effects_path(definition), AgentEffects)
+    return load_agent_effects_file(effects_path(definition))
+
+
+def load_agent_effects_file(path: Path) -> AgentEffects:
+    """``agents.yaml`` (or ``.json``) at ``path``, decoded and checked; refused in a
+    PolicyError that names every problem with its line and field, as every definition file."""
+    text, data = read_definition_data("agents", path)
+    try:
+        return msgspec.convert(data, AgentEffects, strict=True)
+    except msgspec.ValidationError as exc:
+        refused = exc
+    # Refused: the pydantic models say where and why, field by field.
+    from regulator.policy.agents_models import AgentEffectsModel
+
+    load_policy_file("agents", path, AgentEffectsModel, text=text, data=data)
+    # Those models accept what the structs refuse (a value they would coerce): still refused.
+    raise PolicyError([f"{display_path(path)}: {refused}"])
 
 
 def _outside(path: str, repository: Path) -> bool:

@@ -19,12 +19,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ValidationError
 
-from regulator.protocol.errors import CorruptState, describe_validation_error
+from regulator.protocol.errors import CorruptState
 from regulator.store._fs import kind_of
 
 if TYPE_CHECKING:
+    # pydantic is imported when a policy is validated: the hook reads only ``agents.yaml``,
+    # whose msgspec structs need none of it.
+    from pydantic import BaseModel
+
     from regulator.protocol.policies import (
         BudgetPolicy,
         InteractionPolicy,
@@ -62,7 +65,7 @@ _SUFFIXES = (".yaml", ".yml", ".json")
 # The C loader is several times faster where PyYAML was built with libyaml.
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-M = TypeVar("M", bound=BaseModel)
+M = TypeVar("M", bound="BaseModel")
 
 
 class PolicyError(CorruptState):
@@ -221,9 +224,22 @@ def problem_at(path: Path, text: str, loc: tuple[int | str, ...], message: str) 
     return f"{shown}:{line}: {message}" if line else f"{shown}: {message}"
 
 
-def load_policy_file(kind: str, path: Path, model: type[M]) -> M:
-    """Load and validate one policy file; every problem is raised at once in a PolicyError."""
-    text, data = read_definition_data(kind, path)
+def load_policy_file(
+    kind: str,
+    path: Path,
+    model: type[M],
+    *,
+    text: str | None = None,
+    data: dict[str, Any] | None = None,
+) -> M:
+    """Load and validate one policy file; every problem is raised at once in a PolicyError.
+    ``text`` and ``data``: the file as already read (by :func:`read_definition_data`)."""
+    from pydantic import ValidationError
+
+    from regulator.protocol.errors import describe_validation_error
+
+    if text is None or data is None:
+        text, data = read_definition_data(kind, path)
     try:
         return model.model_validate(data)
     except ValidationError as exc:

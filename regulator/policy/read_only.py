@@ -24,11 +24,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
-from pydantic import Field, field_validator, model_validator
-
-from regulator.protocol.schema import Schema
+import msgspec
 
 if TYPE_CHECKING:
     from regulator.policy.shell import Command, Redirect, Script, Word
@@ -41,59 +39,75 @@ _SINGLE_DASH_LONG = re.compile(r"-[A-Za-z][A-Za-z0-9._-]+")
 _DESCRIPTOR = re.compile(r"[0-9]+-?")
 
 
-class CommandSpec(Schema):
-    """What one read-only command may be given (see the module's docstring)."""
+class CommandSpec(msgspec.Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
+    """What one read-only command may be given (see the module's docstring).
 
-    flags: list[str] = Field(default_factory=list)
-    flags_with_value: list[str] = Field(default_factory=list)
-    max_operands: int | None = Field(default=None, ge=0, strict=True)
+    A msgspec struct, decoded on every call the hook answers; a refused entry is described by
+    the pydantic model of :mod:`regulator.policy.agents_file`, which runs the same checks."""
+
+    flags: list[str] = msgspec.field(default_factory=list)
+    flags_with_value: list[str] = msgspec.field(default_factory=list)
+    max_operands: Annotated[int, msgspec.Meta(ge=0)] | None = None
     any_words: bool = False
     combined_flags: bool = True
     end_of_options: bool = True
-    subcommands: dict[str, CommandSpec] = Field(default_factory=dict)
+    subcommands: dict[str, CommandSpec] = msgspec.field(default_factory=dict)
 
-    @field_validator("flags")
-    @classmethod
-    def _flags(cls, value: list[str]) -> list[str]:
-        for flag in value:
-            if not (_SHORT.fullmatch(flag) or _LONG.fullmatch(flag) or _single(flag)):
-                raise ValueError(f"{flag!r} is not a flag: -x, --name, --name= or -name")
-        return value
-
-    @field_validator("flags_with_value")
-    @classmethod
-    def _flags_with_value(cls, value: list[str]) -> list[str]:
-        for flag in value:
-            if flag.endswith("=") or not (
-                _SHORT.fullmatch(flag) or _LONG.fullmatch(flag) or _single(flag)
-            ):
-                raise ValueError(f"{flag!r} is not a flag that takes a value: -x, --name or -name")
-        return value
-
-    @field_validator("subcommands")
-    @classmethod
-    def _subcommands(cls, value: dict[str, CommandSpec]) -> dict[str, CommandSpec]:
-        for name in value:
+    def __post_init__(self) -> None:
+        check_flags(self.flags)
+        check_flags_with_value(self.flags_with_value)
+        for name in self.subcommands:
             check_command_name(name)
-        return value
+        check_consistent(self)
 
-    @model_validator(mode="after")
-    def _consistent(self) -> CommandSpec:
-        if self.any_words and (
-            self.flags or self.flags_with_value or self.subcommands or self.max_operands is not None
+
+class _SpecFields(Protocol):
+    @property
+    def flags(self) -> list[str]: ...
+    @property
+    def flags_with_value(self) -> list[str]: ...
+    @property
+    def max_operands(self) -> int | None: ...
+    @property
+    def any_words(self) -> bool: ...
+    @property
+    def combined_flags(self) -> bool: ...
+    @property
+    def subcommands(self) -> Mapping[str, Any]: ...
+
+
+def check_flags(value: list[str]) -> list[str]:
+    for flag in value:
+        if not (_SHORT.fullmatch(flag) or _LONG.fullmatch(flag) or _single(flag)):
+            raise ValueError(f"{flag!r} is not a flag: -x, --name, --name= or -name")
+    return value
+
+
+def check_flags_with_value(value: list[str]) -> list[str]:
+    for flag in value:
+        if flag.endswith("=") or not (
+            _SHORT.fullmatch(flag) or _LONG.fullmatch(flag) or _single(flag)
         ):
+            raise ValueError(f"{flag!r} is not a flag that takes a value: -x, --name or -name")
+    return value
+
+
+def check_consistent(spec: _SpecFields) -> None:
+    """The checks across an entry's fields."""
+    if spec.any_words and (
+        spec.flags or spec.flags_with_value or spec.subcommands or spec.max_operands is not None
+    ):
+        raise ValueError(
+            "anyWords takes every word: flags, flagsWithValue, maxOperands and subcommands "
+            "would never be read"
+        )
+    if spec.combined_flags:
+        long_ones = [f for f in [*spec.flags, *spec.flags_with_value] if _single(f)]
+        if long_ones:
             raise ValueError(
-                "anyWords takes every word: flags, flagsWithValue, maxOperands and subcommands "
-                "would never be read"
+                f"{long_ones[0]!r} is one dash and several letters, which reads as combined "
+                "flags: say combinedFlags: false (as for find)"
             )
-        if self.combined_flags:
-            long_ones = [f for f in self.flags + self.flags_with_value if _single(f)]
-            if long_ones:
-                raise ValueError(
-                    f"{long_ones[0]!r} is one dash and several letters, which reads as combined "
-                    "flags: say combinedFlags: false (as for find)"
-                )
-        return self
 
 
 def _single(flag: str) -> bool:
