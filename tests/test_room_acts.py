@@ -215,3 +215,21 @@ def test_a_unit_that_spent_its_attempts_is_told_to_replan(project: Path) -> None
     spent = next_step_of(log, store, unit, attempt_ceiling=1)
     assert spent.act == "replan" and "has used 1 of 1 attempt(s)" in spent.text
     assert next_step_of(log, store, unit, attempt_ceiling=ceiling).act == "drive"
+
+
+async def test_enter_on_a_choice_with_nothing_picked_says_so(tmp_path: Path) -> None:
+    from tui.dialogs import AnswerDialog
+
+    from .room_fixture import build_fixture
+    from .test_room import question, select
+
+    root = build_fixture(tmp_path / "calc")
+    app = room(root)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await select(app, pilot, question("choice"))
+        await pilot.press("a")
+        await wait_for(pilot, lambda: isinstance(app.screen, AnswerDialog))
+        dialog = app.screen
+        await pilot.press("enter")
+        assert "pick an option first" in str(dialog.query_one("#refusal").render())
+        assert app.screen is dialog

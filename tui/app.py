@@ -823,7 +823,9 @@ class RoomApp(App[None]):
         lines = [
             Text(f"⏳ {m.name} is still being read: a session there may be waiting")
             for m in self.models
+            # A remote instance never reached holds nothing this room could answer.
             if not m.loaded
+            and not (m.remote and getattr(m, "connection", "") not in ("connected", "connecting…"))
         ]
         waiting = sorted(
             ((m, w) for m in self.models if m.loaded for w in m.sessions_still_running()),

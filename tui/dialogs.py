@@ -388,13 +388,20 @@ class AnswerDialog(ObligationDialog):
         # A choice's number highlights that option; Enter still has to answer it.
         # ASCII digits only: "²" or "٣" is a digit to str.isdigit, and int() fails on the one or
         # reads the other as 3.
-        key = event.character
-        if self.kind != "choice" or not key or not (key.isascii() and key.isdigit()):
+        if self.kind != "choice":
             return
         options = self.query("#options")
         if not options:
             return
         option_list = options.first(OptionList)
+        if event.key == "enter" and option_list.highlighted is None:
+            # Nothing picked: Enter answers nothing, and says so.
+            self.refuse("pick an option first: ↑ ↓ or its number, then enter")
+            event.stop()
+            return
+        key = event.character
+        if not key or not (key.isascii() and key.isdigit()):
+            return
         index = int(key) - 1
         if 0 <= index < option_list.option_count:
             option_list.highlighted = index
