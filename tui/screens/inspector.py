@@ -139,11 +139,13 @@ class UnitInspector(Screen[None]):
         header.update(self._header(unit))
         # What the unit said when it last stopped; the first line says what holds it now (a
         # reason such as "awaiting remediate" outlives the remediation).
-        self.query_one("#unit-reason", Static).update(
+        reason = self.query_one("#unit-reason", Static)
+        reason.update(
             Text.assemble("last stopped: ", plain(one_line(unit.reason, model.redactor)))
             if unit.reason
             else ""
         )
+        reason.set_class(not unit.reason, "hidden")
         self._show_next()
         self.refresh_bindings()
         if not self.rows:
