@@ -233,3 +233,24 @@ async def test_enter_on_a_choice_with_nothing_picked_says_so(tmp_path: Path) -> 
         await pilot.press("enter")
         assert "pick an option first" in str(dialog.query_one("#refusal").render())
         assert app.screen is dialog
+
+
+async def test_a_choice_carries_a_note_with_the_option_picked(tmp_path: Path) -> None:
+    from tui.dialogs import AnswerDialog
+
+    from .room_fixture import build_fixture
+    from .test_room import question, select, state
+
+    root = build_fixture(tmp_path / "calc")
+    app = room(root)
+    async with app.run_test(size=(160, 48)) as pilot:
+        o = await select(app, pilot, question("choice"))
+        await pilot.press("a")
+        await wait_for(pilot, lambda: isinstance(app.screen, AnswerDialog))
+        await pilot.press("2")  # highlights the second option; typing in the note next
+        app.screen.query_one("#note", Input).focus()
+        await pilot.press(*"until 2027", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
+    after = state(root, o.id)
+    assert after.disposition == "fixed"
+    assert "JSON lines file" in (after.rationale or "") and "until 2027" in (after.rationale or "")

@@ -260,6 +260,8 @@ class AnswerDialog(ObligationDialog):
                 ],
                 id="options",
             )
+            # A note travels with the option picked, as with a consent's.
+            yield Input(placeholder="a note (optional): it is recorded with the answer", id="note")
         elif self.yes_no:
             placeholder = (
                 "a reason, if you refuse (optional): it is recorded with the answer"
@@ -376,13 +378,19 @@ class AnswerDialog(ObligationDialog):
     @on(Button.Pressed, "#submit")
     def action_submit(self) -> None:
         text = self._answer_text()
+        if self.kind == "choice" and not text:
+            self.refuse("pick an option first: ↑ ↓ or its number, then enter")
+            return
         if not text or not text.strip():
             self.refuse("an answer cannot be empty: silence is not an answer")
             answer_input = self.query("#answer")
             if answer_input:
                 answer_input.first().add_class("-invalid")
             return
-        self._send(text)
+        note = None
+        if self.kind == "choice" and self.query("#note"):
+            note = self.query_one("#note", Input).value.strip() or None
+        self._send(text, note=note)
 
     def on_key(self, event: events.Key) -> None:
         # A choice's number highlights that option; Enter still has to answer it.
@@ -394,6 +402,8 @@ class AnswerDialog(ObligationDialog):
         if not options:
             return
         option_list = options.first(OptionList)
+        if self.focused is not option_list:
+            return  # typing in the note: its digits are the note's
         if event.key == "enter" and option_list.highlighted is None:
             # Nothing picked: Enter answers nothing, and says so.
             self.refuse("pick an option first: ↑ ↓ or its number, then enter")
@@ -409,6 +419,9 @@ class AnswerDialog(ObligationDialog):
 
     @on(Input.Submitted, "#note")
     def _enter_in_note(self) -> None:
+        if self.kind == "choice":  # Enter in a choice's note answers with the option picked
+            self.action_submit()
+            return
         yes = "authorize" if self.kind == "consent" else "verify"
         self.refuse(
             f"Enter answers nothing here: ctrl+y to {yes}, ctrl+n to refuse, with your note"
