@@ -1,12 +1,12 @@
 """What ``run.py`` runs in fresh processes: one measurement each, printed as one JSON line.
 
-    python benchmarks/probe.py load DIR [--no-snapshot]   B1: a cold load of DIR's log, as the
-                                                         room reads it (a snapshot it makes
-                                                         due written after, timed apart)
+    python benchmarks/probe.py load DIR                  B1: a cold load of DIR's log
     python benchmarks/probe.py parse FILE [--discard]    the baseline: orjson on every line, kept,
                                                          the cycle collector off
     python benchmarks/probe.py append DIR [--appends N]  B2: one event appended, then folded
     python benchmarks/probe.py rss -- COMMAND …          the peak RSS of COMMAND, as a child
+    python benchmarks/probe.py mcp DIR -- COMMAND …      B11: COMMAND (an MCP server on stdio)
+                                                         started in DIR, until tools/list
 
 Times are measured inside the process, after its imports, so that they are the work itself;
 ``rss`` runs its command as its only child and reads ``RUSAGE_CHILDREN``, which is therefore
@@ -31,32 +31,16 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
-def _snapshots(enabled: bool) -> None:
-    from regulator.rules import regulatory_log
-
-    # Absent before snapshots existed: then there is nothing to turn off.
-    if hasattr(regulatory_log, "SNAPSHOTS"):
-        regulatory_log.SNAPSHOTS = enabled  # type: ignore[attr-defined]
-
-
-def load(directory: Path, *, snapshot: bool) -> dict[str, Any]:
+def load(directory: Path) -> dict[str, Any]:
     from regulator.rules.regulatory_log import RegulatoryLog
     from regulator.store import Layout
 
-    _snapshots(snapshot)
     started = time.perf_counter()
-    try:  # read as the room reads it: the data first, a first read's snapshot written after
-        log = RegulatoryLog(Layout(directory), defer_snapshot=True)
-    except TypeError:  # code from before that: its refresh writes the snapshot
-        log = RegulatoryLog(Layout(directory))
+    log = RegulatoryLog(Layout(directory))
     entries = log.refresh()
     seconds = time.perf_counter() - started
-    started = time.perf_counter()
-    saved = log.save_snapshot() if hasattr(log, "save_snapshot") else False
-    save_seconds = time.perf_counter() - started
     return {
         "seconds": seconds,
-        "save_seconds": save_seconds if saved else None,
         "entries": len(entries),
         "obligations": len(log.obligations),
         "open": len(log.open_obligations()),
@@ -118,7 +102,7 @@ def append(directory: Path, appends: int) -> dict[str, Any]:
     target = next(iter(log.open_obligations()))
     times: list[float] = []
     for n in range(appends):
-        event = ObligationDelivered.model_validate(
+        event = ObligationDelivered.from_json_dict(
             {
                 "id": new_id(),
                 "at": f"2026-02-01T00:00:{n % 60:02d}.000Z",
@@ -158,12 +142,46 @@ def child_rss(command: list[str]) -> dict[str, Any]:
     }
 
 
+def mcp_ready(directory: Path, command: list[str]) -> dict[str, Any]:
+    """``command`` started in ``directory`` as an MCP client starts a stdio server: the time
+    until it has answered ``initialize`` and then ``tools/list``."""
+
+    started = time.perf_counter()
+    server = subprocess.Popen(
+        command, cwd=directory, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert server.stdin is not None and server.stdout is not None
+
+    def send(message: dict[str, Any]) -> None:
+        server.stdin.write(json.dumps(message).encode() + b"\n")  # type: ignore[union-attr]
+        server.stdin.flush()  # type: ignore[union-attr]
+
+    def answer(number: int) -> dict[str, Any]:
+        while line := server.stdout.readline():  # type: ignore[union-attr]
+            message: dict[str, Any] = json.loads(line)
+            if message.get("id") == number:
+                return message
+        raise SystemExit(f"the server ended: {server.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+
+    hello = {"name": "bench", "version": "0"}
+    params = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": hello}
+    send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
+    answer(1)
+    send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    tools = answer(2)["result"]["tools"]
+    seconds = time.perf_counter() - started
+    server.stdin.close()
+    server.wait(timeout=30)
+    return {"seconds": seconds, "tools": len(tools)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     sub = parser.add_subparsers(dest="what", required=True)
     p = sub.add_parser("load")
     p.add_argument("directory", type=Path)
-    p.add_argument("--no-snapshot", action="store_true")
     p = sub.add_parser("parse")
     p.add_argument("file", type=Path)
     p.add_argument("--discard", action="store_true")
@@ -172,13 +190,19 @@ def main() -> int:
     p.add_argument("--appends", type=int, default=200)
     p = sub.add_parser("rss")
     p.add_argument("command", nargs=argparse.REMAINDER)
+    p = sub.add_parser("mcp")
+    p.add_argument("directory", type=Path)
+    p.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     if args.what == "load":
-        result = load(args.directory, snapshot=not args.no_snapshot)
+        result = load(args.directory)
     elif args.what == "parse":
         result = parse(args.file, keep=not args.discard)
     elif args.what == "append":
         result = append(args.directory, args.appends)
+    elif args.what == "mcp":
+        command = args.command[1:] if args.command[:1] == ["--"] else args.command
+        result = mcp_ready(args.directory, command)
     else:
         command = args.command[1:] if args.command[:1] == ["--"] else args.command
         result = child_rss(command)

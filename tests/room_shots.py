@@ -133,7 +133,7 @@ def _recovery(which: str) -> Setup:
             app.push_screen(RemediateDialog(model, o, app.person, app.actor, loop=loop))
         else:
             current = loop.current_contract(o.unit)
-            edited = type(current).model_validate(
+            edited = type(current).from_json_dict(
                 {**current.to_json_dict(), "objective": "round half to even, as the spec says"}
             )
             app.push_screen(

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from regulator.host.hooks import claude_code
+from regulator.host.presence import PresenceFile
 from regulator.policy import load_definition
 from regulator.rules.execution import ExecutionStore
 from regulator.rules.regulatory_log import RegulatoryLog
@@ -354,3 +355,58 @@ def test_a_paused_session_cannot_run_the_projects_code_through_run_checks(
     assert code == 1 and "paused: consent unanswered" in said["refused"]
     code, _ = tool(instance, "read_conventions", {}, REGULATOR_SESSION="s5")
     assert code == 0
+
+
+def test_a_paused_session_s_hook_denies_every_tool_with_an_effect_whoever_is_in_the_room(
+    instance: Path,
+) -> None:
+    """Not only those with a declared consent effect: Claude Code's own Write (no decision
+    otherwise, and under acceptEdits it runs unasked), a subagent, another server's MCP tool,
+    a tool no one has named. A read still runs; regulator's own tools keep their own gate."""
+    unit = paused_session(instance, "claude-p1")  # the unit Claude Code's session p1 runs in
+    layout, definition = Layout(instance), load_definition(instance)
+    PresenceFile(layout, "alice").beat()  # someone is in the room now: no question is asked
+
+    def pre_tool(name: str, tool_input: dict[str, Any], **env: str) -> dict[str, Any]:
+        payload = {
+            "hook_event_name": "PreToolUse",
+            "session_id": "p1",
+            "cwd": str(instance),
+            "tool_name": name,
+            "tool_input": tool_input,
+        }
+        return claude_code(payload, layout, definition, env=env)
+
+    written = {"file_path": str(instance / "release.txt"), "content": "1.0\n"}
+    calls = [
+        ("Write", written),
+        ("Edit", {**written, "old_string": "a", "new_string": "b"}),
+        ("Bash", {"command": "git tag v1.0"}),
+        ("WebFetch", {"url": "https://example.com", "prompt": "read"}),
+        ("Agent", {"prompt": "publish 1.0"}),
+        ("mcp__github__create_release", {"tag": "v1.0"}),
+        ("SomeToolOfTomorrow", {}),
+    ]
+    for name, tool_input in calls:
+        reply = pre_tool(name, tool_input)["hookSpecificOutput"]
+        assert reply["permissionDecision"] == "deny", name
+        assert reply["permissionDecisionReason"].startswith(
+            "regulator: this session is paused (consent unanswered: publish (obligation "
+        ), name
+        # Nothing the agent sets in its environment names it out of the pause.
+        elsewhere = pre_tool(name, tool_input, REGULATOR_UNIT="other", REGULATOR_SESSION="x")
+        assert elsewhere["hookSpecificOutput"]["permissionDecision"] == "deny", name
+    read = pre_tool("Read", {"file_path": str(instance / "README.md")})
+    assert read["hookSpecificOutput"]["permissionDecision"] == "allow"
+    assert (
+        pre_tool("Bash", {"command": "git log --oneline"})["hookSpecificOutput"][
+            "permissionDecision"
+        ]
+        == "allow"
+    )
+    assert pre_tool("mcp__regulator__notify_owner", {"message": "x"}) == {}
+    # Nothing was asked of the person in the room for any of them.
+    log = RegulatoryLog(layout)
+    log.refresh()
+    assert [o.unit for o in log.open_obligations() if o.concern == "interaction"] == [unit]
+    assert not (instance / "release.txt").exists()

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from regulator.host.agent_install import HOOK_FAILS_CLOSED
+from regulator.host.agent_install import HOOK_FAILS_CLOSED, HOOK_MATCHER
 
 from .conftest import run_cli
 
@@ -55,9 +55,31 @@ def test_claude_code_gets_the_mcp_server_hooks_and_a_tool_timeout(instance: Path
     assert mcp["mcpServers"]["regulator"] == {"command": PROGRAM[0], "args": [*PROGRAM[1:], "mcp"]}
     found = settings(instance)
     assert int(found["env"]["MCP_TOOL_TIMEOUT"]) > 600_000  # above the longest question
-    for event in ("PreToolUse", "PostToolUse", "SessionStart", "SessionEnd"):
+    assert set(found["hooks"]) == {"PreToolUse", "SessionStart", "SessionEnd"}
+    for event in ("PreToolUse", "SessionStart", "SessionEnd"):
         assert hook_commands(instance, event) == [HOOK]
-    assert "Bash" in found["hooks"]["PreToolUse"][0]["matcher"]
+    assert found["hooks"]["PreToolUse"][0]["matcher"] == HOOK_MATCHER
+
+
+def matched(tool: str) -> bool:
+    """Whether Claude Code sends ``tool``'s calls to the hook: it tests the matcher, a regular
+    expression (it is not a plain list of names), against the tool's name."""
+    import re
+
+    return re.search(HOOK_MATCHER, tool) is not None
+
+
+def test_the_hook_sees_every_tool_but_those_that_only_read_and_regulators_own() -> None:
+    # What a pause must refuse: Claude Code's own writes and shell, a subagent, the web, another
+    # server's MCP tools, and a tool no one has named yet.
+    for tool in ("Bash", "Write", "Edit", "MultiEdit", "NotebookEdit", "WebFetch", "Agent"):
+        assert matched(tool), tool
+    for tool in ("Task", "mcp__github__create_issue", "mcp__regulatorx__a", "Workflow", "Reads"):
+        assert matched(tool), tool
+    # Each of these would pay the hook's start for an `allow`; regulator's tools have their own
+    # gate.
+    for tool in ("Read", "Glob", "Grep", "LS", "ToolSearch", "mcp__regulator__ask_human"):
+        assert not matched(tool), tool
 
 
 def test_every_command_is_absolute_the_interpreter_that_ran_the_install(instance: Path) -> None:
@@ -204,6 +226,10 @@ def test_an_older_install_is_upgraded_in_place_and_a_foreign_hook_kept(instance:
             ],
             "SessionStart": [{"matcher": "startup", "hooks": [OLD_HOOK]}],
             "SessionEnd": [{"hooks": [OLD_HOOK]}, {"hooks": [OLD_HOOK]}],
+            "PostToolUse": [
+                {"matcher": "Write|Edit", "hooks": [{"type": "command", "command": "fmt-it"}]},
+                {"matcher": "Write|Edit|MultiEdit|NotebookEdit", "hooks": [OLD_HOOK]},
+            ],
         },
     }
     (instance / ".claude" / "settings.json").write_text(json.dumps(old))
@@ -222,7 +248,42 @@ def test_an_older_install_is_upgraded_in_place_and_a_foreign_hook_kept(instance:
     }
     assert hook_commands(instance, "SessionStart") == [HOOK]
     assert hook_commands(instance, "SessionEnd") == [HOOK]  # the second one removed
-    assert hook_commands(instance, "PostToolUse") == [HOOK]  # the one the old install lacked
+    # PostToolUse is no longer regulator's: its hook there goes, the person's stays.
+    assert hook_commands(instance, "PostToolUse") == ["fmt-it"]
+    assert (
+        "removed regulator's hook of an older install, no longer used, "
+        "`regulator hook claude-code` in hooks PostToolUse"
+    ) in done.stdout
+
+
+def test_an_older_installs_matcher_and_post_tool_hook_are_upgraded(instance: Path) -> None:
+    """What `agent install` wrote before the pause held for every tool: its matcher is
+    replaced, its PostToolUse hook removed (the event with it, nothing else being there)."""
+    assert run_cli("agent", "install", "claude-code", cwd=instance).returncode == 0
+    path = instance / ".claude" / "settings.json"
+    current = json.loads(path.read_text())
+    older = json.loads(path.read_text())
+    older["hooks"]["PreToolUse"][0]["matcher"] = "Bash|Write|Edit|MultiEdit|NotebookEdit|WebFetch"
+    older["hooks"]["PostToolUse"] = [
+        {
+            "matcher": "Write|Edit|MultiEdit|NotebookEdit",
+            "hooks": [{"type": "command", "command": HOOK, "timeout": 660}],
+        }
+    ]
+    path.write_text(json.dumps(older, indent=2) + "\n")
+    done = run_cli("agent", "install", "claude-code", cwd=instance)
+    assert done.returncode == 0, done.stderr
+    assert (
+        "replaced regulator's older matcher `Bash|Write|Edit|MultiEdit|NotebookEdit|WebFetch` "
+        "in hooks PreToolUse"
+    ) in done.stdout
+    assert settings(instance) == current
+    # A matcher of the person's own stays theirs.
+    mine = json.loads(path.read_text())
+    mine["hooks"]["PreToolUse"][0]["matcher"] = "Bash|Write"
+    path.write_text(json.dumps(mine, indent=2) + "\n")
+    assert run_cli("agent", "install", "claude-code", cwd=instance).returncode == 0
+    assert settings(instance)["hooks"]["PreToolUse"][0]["matcher"] == "Bash|Write"
 
 
 def test_a_regulator_entry_written_by_hand_is_refused_and_nothing_is_written(

@@ -70,7 +70,7 @@ class Asker:
                 opened_by=raised_by,
             )
             txn.request_interaction(
-                InteractionRequest.model_validate(
+                InteractionRequest.from_json_dict(
                     {
                         "id": request_id,
                         "kind": kind,

@@ -501,11 +501,8 @@ def _state(root: Path, oid: str) -> Any:
     return Ledger(Layout(root)).refresh().obligations[oid]
 
 
-def test_an_ack_line_after_a_resolution_reopens_nothing_in_a_fold_restored_from_a_snapshot(
-    instance: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_an_ack_line_after_a_resolution_reopens_nothing_in_the_fold(instance: Path) -> None:
     from regulator.rules import regulatory_log as rl
-    from regulator.store import fold_cache
 
     closed = _closed_three_ways(instance)
     with (instance / ".regulator" / "signals.ndjson").open("a") as f:
@@ -518,22 +515,8 @@ def test_an_ack_line_after_a_resolution_reopens_nothing_in_a_fold_restored_from_
                 "obligationId": oid,
             }
             f.write(json.dumps(ack) + "\n")
-    layout = Layout(instance)
-    monkeypatch.setattr(rl, "SNAPSHOT_AFTER_LINES", 1)
-    rl.RegulatoryLog(layout).refresh()  # reads it all and writes the snapshot
-    assert fold_cache.snapshot_path(layout).exists()
-    restored: list[bool] = []
-    original = rl.RegulatoryLog._restore
-
-    def spy(self: rl.RegulatoryLog) -> Any:
-        result = original(self)
-        restored.append(result is not None)
-        return result
-
-    monkeypatch.setattr(rl.RegulatoryLog, "_restore", spy)
-    log = rl.RegulatoryLog(layout)
+    log = rl.RegulatoryLog(Layout(instance))
     log.refresh()
-    assert restored == [True]
     for how, oid in closed.items():
         assert log.obligations[oid].status == how
         assert log.obligations[oid].acknowledged_by == ["bob"]

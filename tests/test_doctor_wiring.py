@@ -84,7 +84,7 @@ def test_an_old_relative_install_is_a_problem_saying_how_to_fix_it(instance: Pat
     )
     (instance / ".claude").mkdir()
     hook = {"type": "command", "command": "regulator hook claude-code", "timeout": 660}
-    old = {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [hook]}]}}
+    old = {"hooks": {"PreToolUse": [{"matcher": OLDER_MATCHER, "hooks": [hook]}]}}
     (instance / ".claude" / "settings.json").write_text(json.dumps(old))
     check = wiring(instance)["agent wiring"]
     assert check["level"] == "problem"
@@ -100,6 +100,43 @@ def test_an_old_relative_install_is_a_problem_saying_how_to_fix_it(instance: Pat
     assert any("does not approve the regulator server" in n for n in check["notices"])
     install(instance)  # the fix it names
     assert wiring(instance)["agent wiring"]["level"] == "ok"
+
+
+OLDER_MATCHER = "Bash|Write|Edit|MultiEdit|NotebookEdit|WebFetch"  # what older installs wrote
+
+
+def test_an_older_installs_matcher_and_post_tool_hook_are_notices_install_fixes(
+    instance: Path,
+) -> None:
+    install(instance)
+    path = instance / ".claude" / "settings.json"
+    data = json.loads(path.read_text())
+    ours = data["hooks"]["PreToolUse"][0]
+    data["hooks"]["PreToolUse"][0] = {**ours, "matcher": OLDER_MATCHER}
+    data["hooks"]["PostToolUse"] = [{**ours, "matcher": "Write|Edit|MultiEdit|NotebookEdit"}]
+    path.write_text(json.dumps(data))
+    check = wiring(instance)["agent wiring"]
+    assert (check["level"], check["problems"]) == ("notice", [])
+    post, pre = check["notices"]
+    assert post.startswith(
+        ".claude/settings.json: regulator's hook in PostToolUse is an older install's: it starts "
+        "a process after every call it matches and no longer does anything"
+    )
+    assert pre.startswith(
+        f".claude/settings.json: regulator's PreToolUse hook matches only {OLDER_MATCHER}: "
+        "while a session is paused, the tools it leaves out"
+    )
+    for notice in check["notices"]:
+        assert notice.endswith("run `regulator agent install claude-code` again")
+    install(instance)  # the fix it names
+    assert wiring(instance)["agent wiring"]["level"] == "ok"
+    # A matcher of the person's own is theirs, but doctor says what it leaves unrefused.
+    data = json.loads(path.read_text())
+    data["hooks"]["PreToolUse"][0]["matcher"] = "Bash|Write"
+    path.write_text(json.dumps(data))
+    (notice,) = wiring(instance)["agent wiring"]["notices"]
+    assert "matches 'Bash|Write', not regulator's" in notice
+    assert "a tool it leaves out is not refused while a session is paused" in notice
 
 
 def test_a_grant_only_in_the_committed_settings_is_a_notice_it_needs_a_trusted_workspace(

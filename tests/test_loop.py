@@ -42,7 +42,7 @@ def project(instance: Path) -> Path:
 
 def contract_with(unit_id: str, **fields: Any) -> Any:
     data = {**contract(unit_id, f"objective of {unit_id}").to_json_dict(), **fields}
-    return type(contract(unit_id, "x")).model_validate(data)
+    return type(contract(unit_id, "x")).from_json_dict(data)
 
 
 def loop_for(root: Path, scenario: dict[str, Any], **kw: Any) -> Loop:

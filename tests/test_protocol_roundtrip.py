@@ -11,9 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
 import orjson
 import pytest
-from pydantic import BaseModel
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from regulator.protocol.audit import parse_audit_line
 from regulator.protocol.base import Record
@@ -1148,17 +1150,22 @@ def test_a_manifest_version_other_than_the_number_one_is_refused() -> None:
 
 
 def test_a_written_line_is_compact_in_field_order_with_absent_optionals_left_out() -> None:
+    # The tag (``kind``) first, as msgspec writes a tagged record; then the fields in order.
     finding = AuditFinding(
         id=MSG,
         timestamp=T0,
+        source="S3*",
         subject="post-merge check failed on main",
+        channel="audit",
+        destination="S3",
         severity="critical",
         observation="pnpm test exited 1",
         evidence=[EvidenceRef(class_="command", ref="pnpm test")],
     )
     assert entry_to_json_line(finding) == (
-        b'{"id":"5b0f1c9e-3d4a-4f7b-9a61-0c2e8d7f4a13","timestamp":"2026-03-01T09:15:02.118Z",'
-        b'"source":"S3*","subject":"post-merge check failed on main","kind":"audit-finding",'
+        b'{"kind":"audit-finding","id":"5b0f1c9e-3d4a-4f7b-9a61-0c2e8d7f4a13",'
+        b'"timestamp":"2026-03-01T09:15:02.118Z","source":"S3*",'
+        b'"subject":"post-merge check failed on main",'
         b'"channel":"audit","destination":"S3","severity":"critical",'
         b'"observation":"pnpm test exited 1","evidence":[{"class":"command","ref":"pnpm test"}]}\n'
     )
@@ -1373,10 +1380,9 @@ def test_a_unit_id_that_could_leave_its_directory_is_refused() -> None:
         assert "unitId: " in refusal(loader(UnitRecord), {**unit, "unitId": unit_id})
 
 
-def test_many_problems_are_summarized_not_all_listed() -> None:
+def test_a_record_with_many_problems_is_refused_naming_the_first_in_one_line() -> None:
     message = refusal(loader(UnitRecord), {"unitId": "u1"})
-    assert message.endswith("more)")
-    assert message.count(";") == 2
+    assert message == "unitType: required, and missing"
 
 
 # --- protocol constants and Python-side construction -------------------------------------------
@@ -1414,7 +1420,7 @@ def test_records_are_frozen_and_built_by_python_names() -> None:
         channel="tui",
     )
     assert request.to_json_dict()["obligationId"] == OBL
-    with pytest.raises(ValueError):
+    with pytest.raises(AttributeError):
         request.subject = "changed"  # type: ignore[misc]
 
 
@@ -1457,7 +1463,7 @@ def test_the_folded_state_starts_open_and_serializes_in_camel_case() -> None:
 def test_an_uncertainty_signal_has_no_severity_of_its_own() -> None:
     signal = parse_signal_line(line(MESSAGES["uncertainty-signal with a follow-up"]))
     assert isinstance(signal, UncertaintySignal)
-    assert "severity" not in UncertaintySignal.model_fields
+    assert "severity" not in UncertaintySignal.__struct_fields__
     assert signal.impact == "high"
 
 
@@ -1466,6 +1472,63 @@ def test_the_protocol_package_exports_nothing_each_name_lives_in_its_module() ->
 
     assert not hasattr(protocol, "__all__") and not hasattr(protocol, "Obligation")
     assert all(
-        issubclass(model, BaseModel)
+        issubclass(model, msgspec.Struct)
         for model in (UnitRecord, AttemptRecord, BudgetLedger, Lease, FailureObservation)
     )
+
+
+# --- byte for byte ------------------------------------------------------------------------------
+
+
+def _every_case() -> list[tuple[Callable[[bytes], Record], dict[str, Any]]]:
+    cases: list[tuple[Callable[[bytes], Record], dict[str, Any]]] = []
+    cases += [(parse_signal_line, d) for d in (*MESSAGES.values(), *EVENTS.values())]
+    cases += [(parse_signal_line, d) for d in INTERACTIONS.values()]
+    cases += [(loader(model), d) for model, d in EXECUTION.values()]
+    cases += [(parse_audit_line, d) for d in AUDIT.values()]
+    cases += [(parse_effect_line, d) for d in EFFECTS.values()]
+    cases += [(parse_memory_line, d) for d in MEMORY.values()]
+    cases += [(loader(InstanceManifest), d) for d in (MANIFEST_FULL, MANIFEST_BARE)]
+    return cases
+
+
+_CASES = _every_case()
+# Text a writer may be given: any character (controls, quotes, backslashes, beyond the BMP)
+# but the lone surrogates UTF-8 cannot hold.
+_TEXT = st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=40)
+
+
+def _with_text(data: Any, text: str, at: int) -> tuple[Any, int]:
+    """``data`` with the ``at``-th free-text value (a ``subject``, ``observation``, ``note``,
+    …: a key outside the closed vocabularies) replaced by ``text``; the count of such values."""
+    free = {"subject", "observation", "rationale", "note", "reason", "summary", "question"}
+    if isinstance(data, dict):
+        out = {}
+        for key, value in data.items():
+            if key in free and isinstance(value, str):
+                value, at = (text if at == 0 else value), at - 1
+            else:
+                value, at = _with_text(value, text, at)
+            out[key] = value
+        return out, at
+    if isinstance(data, list):
+        items = []
+        for value in data:
+            value, at = _with_text(value, text, at)
+            items.append(value)
+        return items, at
+    return data, at
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=st.sampled_from(_CASES), text=_TEXT, at=st.integers(0, 3))
+def test_every_record_written_reads_back_and_writes_the_same_bytes(
+    case: tuple[Callable[[bytes], Record], dict[str, Any]], text: str, at: int
+) -> None:
+    parse, original = case
+    data, _ = _with_text(original, text, at)
+    record = parse(line(data))
+    written = record_to_json_line(record)
+    again = parse(written)
+    assert again == record
+    assert record_to_json_line(again) == written

@@ -53,7 +53,7 @@ def clock() -> datetime:
 
 
 def unit(*, attempts: int = 1, reason: str | None = None, status: str = "blocked") -> UnitRecord:
-    return UnitRecord.model_validate(
+    return UnitRecord.from_json_dict(
         {
             "unitId": "u1",
             "unitType": "implement",
@@ -69,7 +69,7 @@ def unit(*, attempts: int = 1, reason: str | None = None, status: str = "blocked
 
 
 def attempt(outcome: str, detail: str | None = None, n: int = 1) -> AttemptRecord:
-    return AttemptRecord.model_validate(
+    return AttemptRecord.from_json_dict(
         {
             "unitId": "u1",
             "attempt": n,
@@ -85,7 +85,7 @@ def attempt(outcome: str, detail: str | None = None, n: int = 1) -> AttemptRecor
 def observed(
     cause: str, message: str, *, n: int = 1, tool: str | None = "run_tests", source: str = "tool"
 ) -> FailureObservation:
-    return FailureObservation.model_validate(
+    return FailureObservation.from_json_dict(
         {
             "unitId": "u1",
             "attempt": n,
@@ -102,6 +102,9 @@ def oscillation(unit_id: str = "u1") -> CoordinationSignal:
     return CoordinationSignal(
         id=str(uuid.uuid4()),
         timestamp="2026-12-01T10:03:00.000Z",
+        source="S2",
+        channel="signal",
+        destination="S3",
         subject="src/a.py",
         unit=unit_id,
         severity="advisory",
@@ -462,7 +465,7 @@ def test_the_block_reason_says_what_the_unit_waits_for_under_which_policy() -> N
     assert blocked_reason(decision("environment"), POLICY) == (
         "awaiting remediate: environment (recovery v1)"
     )
-    aborted = decision("no-report").model_copy(update={"action": "abort"})
+    aborted = decision("no-report").replace(**{"action": "abort"})
     assert blocked_reason(aborted) == "aborted under recovery v1: no-report"
     assert blocked_reason(decision("no-report")) is None
 
@@ -523,7 +526,7 @@ def test_a_repair_resolves_the_units_s3_obligations_as_rework_citing_the_decisio
 
 def test_an_abort_rejects_the_units_s3_obligations(ledger: Ledger) -> None:
     mine = owe(ledger)
-    d = decision("no-report").model_copy(update={"action": "abort"})
+    d = decision("no-report").replace(**{"action": "abort"})
     disposition_by_decision(ledger, d, ROUTING)
     state = ledger.refresh().obligations[mine.id]
     assert (state.status, state.disposition) == ("resolved", "rejected")
@@ -573,7 +576,7 @@ def test_remediate_is_owed_to_s3_and_clarify_carries_its_question(ledger: Ledger
 def test_the_wait_is_not_closed_by_a_later_abort(ledger: Ledger) -> None:
     wait = disposition_by_decision(ledger, decision("environment"), ROUTING)
     assert wait is not None
-    aborted = decision("no-report").model_copy(update={"action": "abort"})
+    aborted = decision("no-report").replace(**{"action": "abort"})
     disposition_by_decision(ledger, aborted, ROUTING)
     assert ledger.refresh().obligations[wait.id].status == "open"
 

@@ -48,7 +48,7 @@ def leaky(instance: Path) -> tuple[Path, str, list[str]]:
     store = ExecutionStore(layout)
     store.create_unit(contract())
     store.record_observation(
-        FailureObservation.model_validate(
+        FailureObservation.from_json_dict(
             {
                 "unitId": "u1",
                 "attempt": 1,

@@ -57,7 +57,7 @@ def v2_of(v1: WorkContract, **changes: Any) -> WorkContract:
         "predecessor": {"version": 1, "reason": "the parser needs a grammar"},
     }
     data.update(changes)
-    return WorkContract.model_validate(data)
+    return WorkContract.from_json_dict(data)
 
 
 def test_a_replan_decision_then_unit_replan_and_drive_close_the_unit_under_version_2(
@@ -155,7 +155,7 @@ def test_a_decision_dropped_or_changed_without_being_named_is_refused_by_the_rep
     assert 'decision "d1" of v1 is changed' in str(check_replan(v1, changed)[0])
     # Named in the reason, the same change is a revisit, and passes.
     named = v2_of(v1, fixed=[])
-    named = WorkContract.model_validate(
+    named = WorkContract.from_json_dict(
         {
             **named.to_json_dict(),
             "provenance": {
@@ -174,7 +174,7 @@ def test_a_replan_keeps_the_unit_and_the_workload_and_names_its_predecessor() ->
     assert any(p.path == "unitId" for p in check_replan(v1, other_unit))
     other_workload = v2_of(v1, workload={"name": "elsewhere", "version": 1})
     assert any(p.path == "workload" for p in check_replan(v1, other_workload))
-    no_predecessor = WorkContract.model_validate({**v1.to_json_dict(), "version": 2})
+    no_predecessor = WorkContract.from_json_dict({**v1.to_json_dict(), "version": 2})
     assert [p.path for p in check_replan(v1, no_predecessor)] == ["provenance.predecessor"]
     same_version = v2_of(v1, version=1)
     assert any(p.path == "version" for p in check_replan(v1, same_version))

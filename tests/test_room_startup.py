@@ -146,29 +146,6 @@ def test_an_instance_that_cannot_be_opened_ends_the_room_and_the_command_names_w
     assert "policies" in err and "directory" in err
 
 
-def test_a_room_that_ends_before_writing_a_due_snapshot_says_the_exit_writes_it(
-    demo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # Written as the process exits, a snapshot at a million lines holds the prompt back for
-    # seconds: the command says so first, and how to skip it.
-    from regulator.rules import regulatory_log as rl
-
-    monkeypatch.setattr(rl, "SNAPSHOT_AFTER_LINES", 1)
-    monkeypatch.setattr(rl.RegulatoryLog, "save_snapshot", lambda self, give_way=None: False)
-
-    async def leave_once_shown(pilot: Any) -> None:
-        await settled(pilot)
-        pilot.app.exit()
-
-    run = RoomApp.run
-    monkeypatch.setattr(
-        RoomApp, "run", lambda self: run(self, headless=True, auto_pilot=leave_once_shown)
-    )
-    assert main(["room", str(demo), "--as", "alice"]) == 0
-    err = capsys.readouterr().err
-    assert f"writing the fold snapshot of {demo.name}" in err and "Ctrl-C skips it" in err
-
-
 # --- reading -----------------------------------------------------------------------------------
 
 
@@ -314,139 +291,6 @@ async def test_once_the_instances_are_read_the_inspectors_per_unit_lists_are_mad
             ]
 
 
-async def test_the_histories_questions_name_are_built_off_screen_once_all_is_shown(
-    demo: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # A restore builds no obligation's history; the attention tab reads those of every
-    # obligation a question was asked about, and building them on the UI thread cost a tab
-    # switch up to 0.8 s at 1M lines. The opening worker builds them once all is on screen.
-    from regulator.rules import regulatory_log as rl
-
-    monkeypatch.setattr(rl, "SNAPSHOT_AFTER_LINES", 1)
-    rl.RegulatoryLog(Layout(demo)).refresh()  # reads it all and writes the snapshot
-    monkeypatch.setattr(rl, "SNAPSHOT_AFTER_LINES", 10**9)
-    restored = rl.RegulatoryLog(Layout(demo))
-    restored.refresh()
-    unbuilt = [o for o in restored.obligations.values() if type(o.__dict__["history"]) is not list]
-    assert len(unbuilt) > 5, "a restore leaves histories to be built"
-    app = app_for(demo)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settled(pilot)
-        log = app.models[0].log
-        asked = {i.request.obligation_id for i in log.interactions.values()}
-        assert asked & {o.id for o in unbuilt}, "the fixture asks about obligations"
-        await wait_for(
-            pilot,
-            lambda: all(
-                type(o.__dict__["history"]) is list
-                for o in log.obligations.values()
-                if o.id in asked
-            ),
-        )
-        assert len(log.obligations) == len(restored.obligations)
-
-
-async def test_a_first_reads_snapshot_is_written_off_screen_once_the_data_is_drawn(
-    demo: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # A first read of a large log wrote the fold's snapshot before the room could show it
-    # (4 s after a 6 s fold, at 1M lines): it is written by the opening worker, after, and
-    # without the model's lock, which the screen's own thread would wait on meanwhile.
-    from regulator.rules import regulatory_log as rl
-    from regulator.store import fold_cache
-
-    monkeypatch.setattr(rl, "SNAPSHOT_AFTER_LINES", 1)
-    path = fold_cache.snapshot_path(Layout(demo))
-    path.unlink(missing_ok=True)
-    when: list[tuple[bool, bool, bool]] = []
-    save = rl.RegulatoryLog.save_snapshot
-
-    def lock_free_elsewhere() -> bool:
-        # Whether another thread (the screen's own takes it) gets the model's lock at once.
-        lock, got = app.models[0].lock, []
-
-        def take() -> None:
-            got.append(lock.acquire(timeout=1))
-            if got[0]:
-                lock.release()
-
-        other = threading.Thread(target=take)
-        other.start()
-        other.join()
-        return got[0]
-
-    def spy(self: Any, *args: Any) -> bool:
-        on_ui = threading.current_thread() is threading.main_thread()
-        when.append((app._data_drawn.is_set(), on_ui, lock_free_elsewhere()))
-        return save(self, *args)
-
-    monkeypatch.setattr(rl.RegulatoryLog, "save_snapshot", spy)
-    app = app_for(demo)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settled(pilot)
-        await wait_for(pilot, path.exists)
-        assert not app.models[0].log.snapshot_due
-    assert when == [(True, False, True)]
-
-
-async def test_a_snapshot_write_a_fold_landed_beside_is_made_again(
-    demo: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from regulator.rules import regulatory_log as rl
-    from regulator.store import fold_cache
-
-    monkeypatch.setattr(rl, "SNAPSHOT_AFTER_LINES", 1)
-    monkeypatch.setattr(tui.app, "SNAPSHOT_RETRY_S", 0.05)
-    path = fold_cache.snapshot_path(Layout(demo))
-    path.unlink(missing_ok=True)
-    tries: list[bool] = []
-    save = rl.RegulatoryLog.save_snapshot
-
-    def spy(self: Any, give_way: Any = None) -> bool:
-        if not tries:  # the first time, a fold begins and ends while it writes (two steps)
-
-            def fold_beside() -> bool:
-                self._folds += 2
-                return False
-
-            give_way = fold_beside
-        tries.append(save(self, give_way))
-        return tries[-1]
-
-    monkeypatch.setattr(rl.RegulatoryLog, "save_snapshot", spy)
-    app = app_for(demo)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settled(pilot)
-        await wait_for(pilot, path.exists)
-    assert tries == [False, True]
-
-
-async def test_once_the_data_is_shown_every_record_models_validator_is_built_off_screen(
-    demo: Path,
-) -> None:
-    # Each record model builds its validator on first use (``defer_build``): the first
-    # inspector or answer would pay for it on the way; the opening worker builds them first.
-    from regulator.protocol.base import Record
-
-    def deferred() -> list[str]:
-        found, pending = [], [Record]
-        while pending:
-            model = pending.pop()
-            pending += model.__subclasses__()
-            if model is not Record and not model.__pydantic_complete__:
-                found.append(model.__name__)
-        return found
-
-    class NeverUsed(Record):  # deferred, whatever the tests before this one validated
-        note: str
-
-    assert "NeverUsed" in deferred()
-    app = app_for(demo)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settled(pilot)
-        await wait_for(pilot, lambda: not deferred())
-
-
 def test_presence_is_not_beaten_while_the_room_does_not_answer(demo: Path) -> None:
     # Presence says a person can see the room; a thread beating for a UI that stopped would
     # keep sessions waiting on a screen nobody can read.
@@ -520,13 +364,13 @@ async def test_what_the_room_builds_for_later_waits_for_the_data_on_screen_and_q
     from regulator.rules import regulatory_log as rl
 
     seen: list[tuple[bool, float]] = []
-    build = rl.RegulatoryLog.build_histories
+    build = rl.RegulatoryLog.obligations_of
 
-    def spy(self: Any, *args: Any, **kw: Any) -> None:
+    def spy(self: Any, *args: Any, **kw: Any) -> Any:
         seen.append((app._data_drawn.is_set(), time.monotonic() - app._input_at))
-        build(self, *args, **kw)
+        return build(self, *args, **kw)
 
-    monkeypatch.setattr(rl.RegulatoryLog, "build_histories", spy)
+    monkeypatch.setattr(rl.RegulatoryLog, "obligations_of", spy)
     app = app_for(demo)
     async with app.run_test(size=(120, 40)) as pilot:
         if keys:

@@ -64,7 +64,7 @@ def contracted_tools(root: Path, clock: Clock, unit_id: str = "u1") -> SessionTo
     layout = Layout(root)
     definition = load_definition(root)
     store = ExecutionStore(layout, clock)
-    contract = WorkContract.model_validate(
+    contract = WorkContract.from_json_dict(
         {
             "kind": "task",
             "id": f"{unit_id}-c",

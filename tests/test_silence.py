@@ -196,7 +196,7 @@ def test_a_process_killed_while_answering_yes_leaves_the_question_open(layout: L
 
 
 def _request(kind: str) -> InteractionRequest:
-    return InteractionRequest.model_validate(
+    return InteractionRequest.from_json_dict(
         {
             "id": "rq-1",
             "kind": kind,

@@ -78,8 +78,8 @@ def _running_attempt_of_build_docs(layout: Layout, start: datetime) -> None:
     ledger = store.budget("build-docs", 1)
     assert ledger is not None
     store.write_budget(
-        ledger.model_copy(
-            update={
+        ledger.replace(
+            **{
                 "attempt": 2,
                 "started_at": iso(start),
                 "updated_at": iso(start + timedelta(seconds=5)),

@@ -30,7 +30,7 @@ def contract() -> WorkContract:
         ],
         "provenance": {"createdBy": "S3", "createdAt": "2026-12-01T09:00:00.000Z"},
     }
-    return WorkContract.model_validate(data)
+    return WorkContract.from_json_dict(data)
 
 
 def observe(store: ExecutionStore, attempt: int, minute: int, **fields: Any) -> None:
@@ -43,7 +43,7 @@ def observe(store: ExecutionStore, attempt: int, minute: int, **fields: Any) -> 
         "message": "boom",
         **fields,
     }
-    store.record_observation(FailureObservation.model_validate(data))
+    store.record_observation(FailureObservation.from_json_dict(data))
 
 
 def a_unit_with_observations(instance: Path) -> None:

@@ -60,10 +60,6 @@ if TYPE_CHECKING:
     from .widgets.rowtable import RowTable
 
 WATCH_STEP_MS = 20
-# A fold snapshot the room writes, and a fold landed beside: tried again this often, this long
-# after (see ``_open``).
-SNAPSHOT_TRIES = 3
-SNAPSHOT_RETRY_S = 1.0
 SAFETY_NET_S = 3.0
 SHOW_WHILE_READING_S = 0.5
 # What the opening worker builds for later waits until a person's keys have been quiet this
@@ -307,16 +303,11 @@ class RoomApp(App[None]):
                 return
             if time.monotonic() > deadline:
                 break
-        # Once every instance is on screen, some of what a restore from the fold's snapshot
-        # left to be built when first read, and the log's per-unit lists, made here rather
-        # than on the UI thread when a person first looks (~0.6 s at 1M lines, with the
-        # collector paused and what it made frozen, as a fold's own objects are). First the
-        # histories of the obligations questions were asked about, which the attention tab
-        # reads (the others wait to be read: one for the detail pane, a unit's for the
-        # inspector; building all raised B8's peak memory by a fifth); then the messages and the
-        # per-unit lists the inspector reads, each list under the model's lock, held
-        # briefly: the instances pane takes it too. Before that, what the first keys open:
-        # imported here rather than on the UI thread, after the first reads a person waits for.
+        # Once every instance is on screen, the log's per-unit lists the inspector reads,
+        # made here rather than on the UI thread when a person first looks, each under the
+        # model's lock, held briefly: the instances pane takes it too. Before that, what the
+        # first keys open: imported here rather than on the UI thread, after the first reads
+        # a person waits for.
         from regulator.store.collector import collector_paused
 
         from . import dialogs  # noqa: F401
@@ -328,56 +319,12 @@ class RoomApp(App[None]):
             if model.remote:
                 continue
             log = model.log
-            # What it makes is frozen, as a large fold's objects are, only after a restore
-            # (whose messages wait to be built): a small log's fold has nothing left to build.
-            with collector_paused(freeze=not log.messages_built):
-                log.build_histories(self._give_way, asked_only=True)
-                log.build_messages(self._give_way)
+            with collector_paused():
                 for make in (log.obligations_of, log.messages_of, log.interactions_of):
                     if self._give_way():
                         return
                     with model.lock:
                         make("")
-        # The record models' validators, which each command builds on first use: here, so
-        # that the first inspector or answer does not (the inspector's took ~10 ms of it).
-        from regulator.protocol.base import build_deferred
-
-        build_deferred(self._give_way)
-        # Last, the fold's snapshot a first read of a large log made due (a few seconds at 1M
-        # lines, which the data no longer waits for), giving way to keys block by block. Not
-        # under the model's lock: the screen's own thread takes it, and would wait seconds. A
-        # fold that runs meanwhile makes the write land nowhere; it is made again a few times,
-        # then left to the end of the room (``write_due_snapshots``).
-        for model in models:
-            if model.remote:
-                continue
-            for _ in range(SNAPSHOT_TRIES):
-                if self._give_way():
-                    return
-                if not model.log.snapshot_due or model.log.save_snapshot(self._give_way):
-                    break
-                deadline = time.monotonic() + SNAPSHOT_RETRY_S
-                while time.monotonic() < deadline:
-                    if self._stop.is_set():
-                        return
-                    time.sleep(0.05)
-
-    def write_due_snapshots(self, say: Callable[[str], None]) -> None:
-        """Once the room has ended: the fold snapshots of instances read from their first line
-        that it did not get to write (a few seconds each at a million lines), ``say``-ing so
-        first; Ctrl-C skips them, and the next start reads those logs again."""
-        due = [m for m in self._models or [] if not m.remote and m.log.snapshot_due]
-        if not due:
-            return
-        say(
-            f"regulator: writing the fold snapshot of {', '.join(m.name for m in due)} for the "
-            "next start (Ctrl-C skips it: the next start reads the log again)"
-        )
-        try:
-            for model in due:
-                model.log.save_snapshot()
-        except KeyboardInterrupt:
-            pass
 
     def _give_way(self) -> bool:
         """Between two pieces of what the opening worker builds for later: wait while a

@@ -151,8 +151,7 @@ class InstanceModel:
         self.acts = Acts()
         self.layout = Layout(self.root)
         self.definition: Definition = load_definition(self.root, definition)
-        # The data first: a first read's snapshot is written after it is shown (``RoomApp``).
-        self.log = RegulatoryLog(self.layout, defer_snapshot=True)
+        self.log = RegulatoryLog(self.layout)
         self.store = ExecutionStore(self.layout, clock)
         # Kept, so each look at memory reads only what was appended since the last.
         self.memory = MemoryStore(self.layout, clock)

@@ -172,7 +172,7 @@ class RemoteActs(Acts):
                         "--rationale", rationale)  # fmt: skip
         found = re.search(r"successor (\S+) is now", out)
         o = self.model.log.obligations[ref]
-        successor = o.model_copy(update={"id": found.group(1) if found else "?"})
+        successor = o.replace(**{"id": found.group(1) if found else "?"})
         return Escalation(o, successor)
 
 

@@ -1,9 +1,9 @@
 """``regulator hook``: an agent's hook, answered.
 
-Claude Code runs it before and after each tool call it matches, so its start is latency on
-every such call. It imports what the common replies need (the definition's agent rules, the
-store); the session machinery (units, tools, the regulatory log) only when a reply asks a
-person or records a session (``regulator.host.hooks``).
+Claude Code runs it before each tool call it matches (every tool but those that only read),
+so its start is latency on every such call. It imports what the common replies need (the
+definition's agent rules, the store); the session machinery (units, tools, the regulatory log)
+only when a reply asks a person or records a session (``regulator.host.hooks``).
 """
 
 from __future__ import annotations
@@ -22,8 +22,6 @@ from regulator.store import Layout, find_instance
 
 
 def cmd_hook(args: argparse.Namespace) -> int:
-    from regulator.host.hooks import claude_code, pre_tool_reply
-
     raw = sys.stdin.buffer.read()
     try:
         payload = orjson.loads(raw) if raw.strip() else {}
@@ -32,6 +30,13 @@ def cmd_hook(args: argparse.Namespace) -> int:
     if not isinstance(payload, dict):
         payload = {}
     pre_tool = payload.get("hook_event_name") == "PreToolUse"
+    if payload.get("hook_event_name") == "PostToolUse":
+        # An older install's hook: the writes are counted from PreToolUse now, and nothing is
+        # left to decide once a tool has run (`regulator agent install` removes it).
+        emit_json({})
+        return 0
+    from regulator.host.hooks import claude_code, pre_tool_reply
+
     try:
         given = os.environ.get(INSTANCE_ENV)
         cwd = Path(str(payload.get("cwd") or Path.cwd()))

@@ -106,16 +106,11 @@ def cmd_obligations(args: argparse.Namespace) -> int:
     # copied into one is shown redacted.
     redacted = redactor(layout.root)
     if args.json:
-        from regulator.protocol.fast_dump import dumper_for
-        from regulator.views.status import write_records_json
+        from regulator.views.status import record_json, write_records_json
 
-        # ``to_json_dict()`` exactly, compiled (``fast_dump``): a hundred thousand at 1M lines.
-        # The histories a restore left unbuilt are built here, with the collector paused as
-        # for any large build (on, it walked them again and again: 1.1 s of 4.6 s at 1M lines).
         # Redacted as `status --json` is, a batch at a time.
-        to_json = dumper_for(ObligationState).dump
         with collector_paused():
-            _write_bytes(lambda write: write_records_json(shown, to_json, redacted, write))
+            _write_bytes(lambda write: write_records_json(shown, record_json, redacted, write))
         return 0
     with collector_paused():  # each line reads its obligation's deliveries: built here
         for o in shown:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -87,5 +86,4 @@ def cmd_room(args: argparse.Namespace) -> int:
         stop.set()
     if app.open_error is not None:  # the instance could not be opened: said as any error is
         raise app.open_error
-    app.write_due_snapshots(lambda text: print(text, file=sys.stderr))
     return 0

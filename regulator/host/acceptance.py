@@ -45,7 +45,7 @@ def accept_criterion(
         raise LedgerError(refusal)
     worktree = loop.layout.worktree(unit_id)
     revision = head_of(worktree if worktree.is_dir() else loop.layout.root)
-    acceptance = HumanAcceptance.model_validate(
+    acceptance = HumanAcceptance.from_json_dict(
         {
             "id": str(uuid.uuid4()),
             "unitId": unit_id,

@@ -1,13 +1,14 @@
 """``regulator agent install``: wire an agent in a repository to regulator, so it cannot fail open.
 
 Claude Code: the ``regulator`` MCP server in ``.mcp.json``; in ``.claude/settings.json`` the
-hooks (``PreToolUse`` for tools that may need consent, ``PostToolUse`` for the thrash detector,
-``SessionStart``, ``SessionEnd``), ``MCP_TOOL_TIMEOUT`` and the permission for regulator's own MCP
-tools; in ``.claude/settings.local.json`` the project server's approval and the permission again:
-Claude Code honours the approval only there, and the committed file's permissions only in a
-workspace the person has trusted (its trust dialog), so ``claude -p`` in a fresh clone would
-refuse every regulator tool. Codex CLI: ``[mcp_servers.regulator]`` in
-``.codex/config.toml``, approved and required.
+hooks (``PreToolUse`` for every tool but those that only read and regulator's own, so that a
+pause holds for all of them and the thrash detector counts the writes; ``SessionStart``,
+``SessionEnd``; an older install's ``PostToolUse`` is removed), ``MCP_TOOL_TIMEOUT`` and the
+permission for regulator's own MCP tools; in ``.claude/settings.local.json`` the project
+server's approval and the permission again: Claude Code honours the approval only there, and
+the committed file's permissions only in a workspace the person has trusted (its trust
+dialog), so ``claude -p`` in a fresh clone would refuse every regulator tool. Codex CLI:
+``[mcp_servers.regulator]`` in ``.codex/config.toml``, approved and required.
 
 Every command names the interpreter running this install by its absolute path, so nothing
 depends on the agent's ``PATH``. A hook that cannot run at all exits 2, the one failure Claude
@@ -43,13 +44,27 @@ from regulator.store._fs import kind_of, write_all
 # Longer than the longest shipped question timeout (uat, 10 minutes): the agent must not give
 # up on a call while a person may still answer it.
 TOOL_TIMEOUT_S = 660
-HOOK_MATCHER = "Bash|Write|Edit|MultiEdit|NotebookEdit|WebFetch"
+# Claude Code's own tools that only read, and touch nothing outside Claude Code: the one kind of
+# call the hook is not asked about (each would pay the hook's start, some 0.3 s, for an `allow`).
+# Every other tool is, so that a paused session's every effect is refused: Bash, Write, Edit,
+# WebFetch, a subagent, another server's MCP tool, and a tool a later Claude Code adds.
+# Regulator's own MCP tools are left out too: they keep their own gate.
+ONLY_READ = ("Read", "Glob", "Grep", "LS", "NotebookRead", "TodoRead", "TodoWrite", "ToolSearch")
+# A regular expression (Claude Code tests it against the tool's name): every name but those.
+HOOK_MATCHER = f"^(?!(?:{'|'.join(ONLY_READ)})$|mcp__regulator__)"
 HOOK_EVENTS: tuple[tuple[str, str | None], ...] = (
     ("PreToolUse", HOOK_MATCHER),
-    ("PostToolUse", "Write|Edit|MultiEdit|NotebookEdit"),  # the thrash detector's count
     ("SessionStart", "startup|resume|clear|compact"),
     ("SessionEnd", None),
 )
+# The matchers older installs wrote, upgraded in place (any other matcher is the person's).
+OLDER_MATCHERS: dict[str, tuple[str, ...]] = {
+    "PreToolUse": ("Bash|Write|Edit|MultiEdit|NotebookEdit|WebFetch",),
+}
+# Events an older install hooked and this one does not: regulator's hook there is removed.
+# PostToolUse counted the thrash detector's writes, a process after every edit; PreToolUse
+# counts them now.
+RETIRED_EVENTS = ("PostToolUse",)
 SERVER = "regulator"
 # Claude Code's permission rule for every tool of the `regulator` MCP server.
 MCP_GRANT = f"mcp__{SERVER}"
@@ -406,44 +421,71 @@ def _mcp_json(root: Path, program: list[str]) -> Change:
     return Change(path, before, _dump(data), notes)
 
 
+def our_hooks(entries: list[Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Regulator's hooks among an event's entries: (entry, hook) each."""
+    ours: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    for entry in entries:
+        listed = entry.get("hooks") if isinstance(entry, dict) else None
+        for hook in listed if isinstance(listed, list) else []:
+            if isinstance(hook, dict) and is_our_hook(hook.get("command")):
+                ours.append((entry, hook))
+    return ours
+
+
 def _hooks(data: dict[str, Any], path: Path, command: str) -> list[str]:
     """Merge regulator's hooks into ``data["hooks"]``: an older command of regulator's is
-    upgraded in place (its entry's matcher and timeout, perhaps the person's, stay); a second
-    one of regulator's in the same event is removed; another program's hook is never touched."""
+    upgraded in place (its entry's timeout stays, and its matcher unless it is one an older
+    install wrote); a second one of regulator's in the same event is removed, as is regulator's
+    hook in an event it no longer uses; another program's hook is never touched."""
     hooks = _table(data, "hooks", path)
     replaced: dict[str, list[str]] = {}  # an older command of regulator's: its events
     removed: dict[str, list[str]] = {}
+    retired: dict[str, list[str]] = {}
+    notes: list[str] = []
     for event, matcher in HOOK_EVENTS:
         entries = _list(hooks, event, path, "hooks.")
-        ours: list[tuple[dict[str, Any], dict[str, Any]]] = []
-        for entry in entries:
-            listed = entry.get("hooks") if isinstance(entry, dict) else None
-            for hook in listed if isinstance(listed, list) else []:
-                if isinstance(hook, dict) and is_our_hook(hook.get("command")):
-                    ours.append((entry, hook))
+        ours = our_hooks(entries)
         if not ours:
             new: dict[str, Any] = {
                 "hooks": [{"type": "command", "command": command, "timeout": TOOL_TIMEOUT_S}]
             }
             entries.append({"matcher": matcher, **new} if matcher is not None else new)
             continue
-        first = ours[0][1]
+        entry, first = ours[0]
         if first["command"] != command:
             replaced.setdefault(first["command"], []).append(event)
             first["command"] = command
+        older = entry.get("matcher")
+        if older in OLDER_MATCHERS.get(event, ()) and older != matcher:
+            # An older install's matcher, not the person's: the tools it left out were not
+            # refused while the session was paused.
+            entry["matcher"] = matcher
+            notes.append(f"replaced regulator's older matcher `{older}` in hooks {event}")
         for entry, hook in ours[1:]:
             removed.setdefault(hook["command"], []).append(event)
             entry["hooks"].remove(hook)
             if not entry["hooks"]:
                 entries.remove(entry)
+    for event in RETIRED_EVENTS:
+        listed = hooks.get(event)
+        if not isinstance(listed, list):
+            continue
+        for entry, hook in our_hooks(listed):
+            retired.setdefault(hook["command"], []).append(event)
+            entry["hooks"].remove(hook)
+            if not entry["hooks"]:
+                listed.remove(entry)
+        if not listed:
+            del hooks[event]
     return [
         f"{what} `{old.removesuffix(HOOK_FAILS_CLOSED)}` in hooks {', '.join(events)}"
         for what, found in (
             ("replaced regulator's older hook", replaced),
             ("removed a second hook of regulator's", removed),
+            ("removed regulator's hook of an older install, no longer used,", retired),
         )
         for old, events in found.items()
-    ]
+    ] + notes
 
 
 def _settings(root: Path, program: list[str]) -> Change:

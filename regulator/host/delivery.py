@@ -160,8 +160,8 @@ class Delivered:
 
 def _snapshot(o: ObligationState) -> ObligationState:
     # The fold updates states in place when the pass's events land: keep the lists as they were.
-    return o.model_copy(
-        update={
+    return o.replace(
+        **{
             "deliveries": list(o.deliveries),
             "acknowledged_by": list(o.acknowledged_by),
             "history": list(o.history),

@@ -133,7 +133,7 @@ def contract(
                 "required": True,
             }
         )
-    return WorkContract.model_validate(
+    return WorkContract.from_json_dict(
         {
             "kind": "task",
             "id": f"{unit_id}-c",

@@ -241,7 +241,7 @@ def init_instance(
     # The policy's directory may not exist yet: it will be in this repository.
     harness_dir = definition_root if definition_root.is_dir() else root
     harness = gitops.head(harness_dir) if gitops.toplevel(harness_dir) else None
-    manifest = InstanceManifest.model_validate(
+    manifest = InstanceManifest.from_json_dict(
         {
             "version": 1,
             "definition": {

@@ -148,7 +148,7 @@ class LeaseStore:
                     f'the lease of unit "{unit_id}" expired at {_ms(lease.expires_at)}; '
                     "acquire it again"
                 )
-            renewed = lease.model_copy(update={"heartbeat_at": now, "expires_at": now + ttl_ms})
+            renewed = lease.replace(**{"heartbeat_at": now, "expires_at": now + ttl_ms})
             write_bytes_atomic(path, record_to_pretty_json(renewed))
         return renewed
 

@@ -436,7 +436,7 @@ class Loop:
         state = (
             "fail" if failed or refused or unaccepted else ("inconclusive" if awaiting else "pass")
         )
-        verdict = TechnicalVerdict.model_validate(
+        verdict = TechnicalVerdict.from_json_dict(
             {
                 "id": str(uuid.uuid4()),
                 "unitId": unit_id,
@@ -462,6 +462,7 @@ class Loop:
                 + [f"{c} was rejected by a person" for c in refused]
                 + [f"{c} awaits a person's acceptance (regulator unit accept)" for c in awaiting]
                 + unenforced,
+                "decidedBy": "S3*",
                 "at": now_iso(self.clock),
             }
         )
@@ -606,11 +607,12 @@ class Loop:
             "observation": observation,
             "revision": revision,
             "environment": _environment(),
+            "producedBy": "S3*",
             "at": now_iso(self.clock),
         }
         if command is not None:
             data["command"] = command
-        return EvidenceRecord.model_validate(data)
+        return EvidenceRecord.from_json_dict(data)
 
     def close(self, unit_id: str) -> Outcome:
         """The veto before close, then reintegration by merge; a post-merge red base is audited."""
@@ -697,7 +699,7 @@ class Loop:
                             f"the base passes its tests again at {head_of(self.layout.root)[:7]}",
                         )
             return True
-        finding = AuditFinding.model_validate(
+        finding = AuditFinding.from_json_dict(
             {
                 "id": str(uuid.uuid4()),
                 "timestamp": now_iso(self.clock),
@@ -997,7 +999,7 @@ class Loop:
             },
         }
         try:
-            new = WorkContract.model_validate(data)
+            new = WorkContract.from_json_dict(data)
         except ValueError as exc:
             raise ReplanRefused([f"contract: {exc}"]) from None
         problems = [str(p) for p in check_replan(current, new)]

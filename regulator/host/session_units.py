@@ -74,7 +74,7 @@ def session_contract(
 ) -> WorkContract:
     user = process_os_user()
     at = now_iso(clock)
-    return WorkContract.model_validate(
+    return WorkContract.from_json_dict(
         {
             "kind": "task",
             "id": f"{unit_id}-c",

@@ -2,8 +2,13 @@
 
 Writes are counted per file per unit from three sources:
 
-* ``hook``: Claude Code's ``PostToolUse`` for its own Write, Edit, MultiEdit and NotebookEdit
-  tools (:func:`post_tool_use`), which no session tool sees;
+* ``hook``: Claude Code's own Write, Edit, MultiEdit and NotebookEdit tools, which no session
+  tool sees. Its ``PreToolUse`` hook records each such call it lets through as an *expected*
+  write, with the file's state before it (:meth:`ThrashDetector.expect`); the next hooked call
+  of the session (or its end) settles it (:meth:`ThrashDetector.settle`): a file whose state
+  changed since was written, one that did not was not (the edit failed, or was refused at
+  Claude Code's own prompt). Counted this way no second process runs after the tool (a
+  ``PostToolUse`` hook cost some 0.4 s an edit), and a failed edit is not counted;
 * ``tool``: whatever a session tool or adapter reports writing (:meth:`ThrashDetector.record`);
 * ``diff``: the commits on the unit's branch between attempts (:meth:`ThrashDetector.scan`),
   so that files edited through a shell are seen too. A file's commits count only beyond the
@@ -15,7 +20,11 @@ session of the same unit (another attempt, a resumed agent) continues them. Past
 policy's ``coordination.oscillationThreshold`` (4 when the policy sets none) S2 appends one
 ``oscillation`` coordination signal for the file, which the recovery router reads as the
 ``oscillation`` cause; the file's count then starts again, so a unit that keeps at it is
-signalled again.
+signalled again. A session unit has no loop step to route it: its signal is routed at once
+(:func:`route_now`).
+
+The hook's path through here is light: the regulatory log, the ledger and git are imported
+only when a signal is written.
 """
 
 from __future__ import annotations
@@ -26,25 +35,16 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from regulator.host import gitops
 from regulator.policy import Definition
 from regulator.protocol.clock import Clock, now_iso, system_clock
-from regulator.protocol.evidence import EvidenceRef
-from regulator.protocol.messages import CoordinationSignal
-from regulator.rules.execution import ExecutionStore
-from regulator.rules.ledger import Ledger
-from regulator.store import (
-    Layout,
-    RecordNotFound,
-    StoreError,
-    check_unit_id,
-    locked_log,
-    read_bytes,
-)
+from regulator.store import Layout, RecordNotFound, check_unit_id, locked_log, read_bytes
+
+if TYPE_CHECKING:
+    from regulator.protocol.messages import CoordinationSignal
 
 DEFAULT_THRESHOLD = 4
 # Claude Code's own tools that write a file, and the input field naming it.
@@ -66,6 +66,16 @@ def threshold_of(definition: Definition) -> int:
     return coordination.oscillation_threshold if coordination is not None else DEFAULT_THRESHOLD
 
 
+def file_state(path: str) -> list[int] | None:
+    """What tells a write of ``path`` from none: its modification time, size and inode (``None``
+    when there is no file). Read without following a symlink: the link is what was written."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return [st.st_mtime_ns, st.st_size, st.st_ino]
+
+
 @dataclass
 class WriteCounts:
     """The fold of one unit's writes file."""
@@ -76,6 +86,8 @@ class WriteCounts:
     live: Counter[str] = field(default_factory=Counter)
     scanned: str | None = None  # the last revision the scan accounted for
     signals: list[str] = field(default_factory=list)
+    # Per file: the write the hook let through and has not settled yet (its `expected` event).
+    pending: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def total(self, path: str) -> int:
         return sum(self.counts.get(path, Counter()).values())
@@ -90,6 +102,10 @@ class WriteCounts:
             self.counts.setdefault(path, Counter())[source] += n
             if source != "diff":
                 self.live[path] += n
+        elif kind == "expected" and isinstance(path, str):
+            self.pending[path] = dict(event)
+        elif kind == "settled" and isinstance(path, str):
+            self.pending.pop(path, None)
         elif kind == "scanned":
             self.live = Counter()
             revision = event.get("revision")
@@ -111,6 +127,40 @@ def fold(data: bytes) -> WriteCounts:
     return state
 
 
+@dataclass(frozen=True)
+class Expected:
+    """A write the hook lets through: the file as the unit names it, where it is, and its
+    state before the call."""
+
+    name: str
+    file: str
+    tool: str
+    before: list[int] | None
+
+    @classmethod
+    def of(cls, name: str, file: Path, tool: str) -> Expected:
+        return cls(name, str(file), tool, file_state(str(file)))
+
+
+@dataclass(frozen=True)
+class Told:
+    """An oscillation signal, as the agent is told of it."""
+
+    path: str
+    writes: int
+    threshold: int
+
+    def text(self) -> str:
+        return (
+            f"regulator: you have written {self.path} {self.writes} times, past the "
+            f"oscillation threshold of {self.threshold}: rewriting one file again and again "
+            "usually means the requirement leaves a behaviour undecided. Stop rewriting it; if "
+            "you cannot tell which behaviour is wanted, ask a person (ask_human, kind "
+            "clarification) rather than trying another variant. The signal is recorded for the "
+            "people who supervise this unit."
+        )
+
+
 class ThrashDetector:
     def __init__(
         self, layout: Layout, definition: Definition, *, clock: Clock = system_clock
@@ -118,6 +168,7 @@ class ThrashDetector:
         self.layout = layout
         self.threshold = threshold_of(definition)
         self.clock = clock
+        self.told: list[Told] = []  # what the last call signalled, in the agent's words
 
     def counts(self, unit_id: str) -> WriteCounts:
         try:
@@ -137,10 +188,31 @@ class ThrashDetector:
         """Count one write of each of ``paths``; the signals this appended (usually none)."""
         return self._append(unit_id, attempt, Counter(paths), source=source, tool=tool)
 
+    def expect(self, unit_id: str, attempt: int, expected: Expected) -> list[CoordinationSignal]:
+        """The hook lets a write through: settle what is pending (:meth:`settle`), then record
+        this one as expected. A write still pending for the same file did not happen: the
+        agent's tools on one file run one after another, so it has ended unwritten."""
+        if _ours(expected.name) is None:
+            return self.settle(unit_id, attempt)
+        return self._append(unit_id, attempt, Counter(), source="hook", expect=expected)
+
+    def settle(
+        self, unit_id: str, attempt: int, *, final: bool = False
+    ) -> list[CoordinationSignal]:
+        """Count each pending write whose file has changed since it was expected; ``final``
+        (the session ends) drops the rest, as does a later attempt (they were never made)."""
+        if not writes_path(self.layout, unit_id).is_file():
+            return []  # nothing was ever expected: no lock, no file made
+        if not self.counts(unit_id).pending:
+            return []
+        return self._append(unit_id, attempt, Counter(), source="hook", settle=True, final=final)
+
     def scan(
         self, unit_id: str, attempt: int, worktree: Path, since: str | None
     ) -> list[CoordinationSignal]:
         """Count the commits of the unit's branch since the last scan (else since ``since``)."""
+        from regulator.host import gitops
+
         head = gitops.head(worktree)
         if head is None:
             return []
@@ -175,13 +247,39 @@ class ThrashDetector:
         source: str,
         tool: str | None = None,
         revision: str | None = None,
+        expect: Expected | None = None,
+        settle: bool = False,
+        final: bool = False,
     ) -> list[CoordinationSignal]:
         path = writes_path(self.layout, unit_id)
         signals: list[CoordinationSignal] = []
+        self.told = []
         with locked_log(path) as log:
             state = self.counts(unit_id)
             at = now_iso(self.clock)
             lines: list[dict[str, Any]] = []
+
+            def add(event: dict[str, Any]) -> None:
+                if attempt is not None and event["event"] != "signalled":
+                    event["attempt"] = attempt
+                lines.append(event)
+                state.apply(event)
+
+            tools: dict[str, str] = {}
+            if settle or expect is not None:
+                # Read under the lock: another hook of the session may have settled them.
+                for waiting, pending in sorted(state.pending.items()):
+                    file = pending.get("file")
+                    wrote = isinstance(file, str) and file_state(file) != pending.get("before")
+                    other = pending.get("attempt") != attempt
+                    again = expect is not None and expect.name == waiting
+                    if wrote and not other:
+                        writes[waiting] += 1
+                        tools[waiting] = str(pending.get("tool", ""))
+                    elif not (final or other or again):
+                        continue  # still running, or failed: told apart later
+                    wrote = wrote and not other
+                    add({"event": "settled", "path": waiting, "wrote": wrote, "at": at})
             for raw, n in sorted(writes.items()):
                 name = _ours(raw)
                 if name is None:
@@ -199,32 +297,40 @@ class ThrashDetector:
                     "count": n,
                     "at": at,
                 }
-                if attempt is not None:
-                    event["attempt"] = attempt
-                if tool:
-                    event["tool"] = tool
-                lines.append(event)
-                state.apply(event)
-            if revision is not None:
-                scanned: dict[str, Any] = {"event": "scanned", "revision": revision, "at": at}
-                if attempt is not None:
-                    scanned["attempt"] = attempt
-                lines.append(scanned)
-                state.apply(scanned)
-            for name in sorted({str(e["path"]) for e in lines if e["event"] == "write"}):
-                if state.total(name) > self.threshold:
-                    signal = self._signal(unit_id, name, state.counts[name])
-                    signals.append(signal)
-                    done = {
-                        "event": "signalled",
-                        "path": name,
-                        "writes": state.total(name),
-                        "signal": signal.id,
+                if tools.get(name) or tool:
+                    event["tool"] = tools.get(name) or tool
+                add(event)
+            if expect is not None:
+                add(
+                    {
+                        "event": "expected",
+                        "path": expect.name,
+                        "file": expect.file,
+                        "before": expect.before,
+                        "tool": expect.tool,
                         "at": at,
                     }
-                    lines.append(done)
-                    state.apply(done)
+                )
+            if revision is not None:
+                add({"event": "scanned", "revision": revision, "at": at})
+            for name in sorted({str(e["path"]) for e in lines if e["event"] == "write"}):
+                if state.total(name) > self.threshold:
+                    written = state.total(name)
+                    signal = self._signal(unit_id, name, state.counts[name])
+                    signals.append(signal)
+                    self.told.append(Told(name, written, self.threshold))
+                    add(
+                        {
+                            "event": "signalled",
+                            "path": name,
+                            "writes": written,
+                            "signal": signal.id,
+                            "at": at,
+                        }
+                    )
             if signals:
+                from regulator.rules.ledger import Ledger
+
                 with Ledger(self.layout, clock=self.clock).transaction() as txn:
                     for signal in signals:
                         txn.append_raw(signal)
@@ -233,6 +339,9 @@ class ThrashDetector:
         return signals
 
     def _signal(self, unit_id: str, name: str, by_source: Counter[str]) -> CoordinationSignal:
+        from regulator.protocol.evidence import EvidenceRef
+        from regulator.protocol.messages import CoordinationSignal
+
         total = sum(by_source.values())
         seen = ", ".join(
             f"{by_source[s]} {label}"
@@ -246,6 +355,9 @@ class ThrashDetector:
         return CoordinationSignal(
             id=str(uuid.uuid4()),
             timestamp=now_iso(self.clock),
+            source="S2",
+            channel="signal",
+            destination="S3",
             subject=f"unit {unit_id} keeps rewriting {name}",
             unit=unit_id,
             severity="advisory",
@@ -255,13 +367,31 @@ class ThrashDetector:
                 f"of {self.threshold} (coordination.oscillationThreshold)"
             ),
             evidence=[
-                EvidenceRef.model_validate({"class": "file", "ref": name}),
-                EvidenceRef.model_validate(
+                EvidenceRef.from_json_dict({"class": "file", "ref": name}),
+                EvidenceRef.from_json_dict(
                     {"class": "file", "ref": f".regulator/sessions/{unit_id}/writes.ndjson"}
                 ),
             ],
             resource=name,
         )
+
+
+def route_now(
+    layout: Layout, definition: Definition, unit_id: str, *, clock: Clock = system_clock
+) -> bool:
+    """Route the log now when ``unit_id`` is a session unit (whether it was): no loop step
+    follows a session's writes to route its signal, as none follows its questions. A unit the
+    loop drives is routed by the loop, after the attempt."""
+    from regulator.host.delivery import route_and_deliver
+    from regulator.host.session_units import is_session_unit
+    from regulator.rules.execution import ExecutionStore
+    from regulator.rules.ledger import Ledger
+
+    unit = ExecutionStore(layout, clock).find_unit(unit_id)
+    if unit is None or not is_session_unit(unit):
+        return False
+    route_and_deliver(Ledger(layout, clock=clock), definition)
+    return True
 
 
 def _ours(name: str) -> str | None:
@@ -289,53 +419,6 @@ def relative_to_unit(raw: str, *, worktree: Path | None, root: Path, cwd: Path) 
     return path.as_posix()
 
 
-def post_tool_use(
-    payload: Mapping[str, Any],
-    layout: Layout,
-    definition: Definition,
-    *,
-    env: Mapping[str, str],
-    key: str | None,
-    cwd: Path,
-    clock: Clock = system_clock,
-) -> dict[str, Any]:
-    """Claude Code's ``PostToolUse``: count a Write or Edit of the session's unit.
-
-    A hook must never fail the agent: anything we cannot place is ignored, and the reply is
-    always empty (the tool has run; there is nothing left to allow or deny).
-    """
-    from regulator.host.agent_session import SessionUnavailable, find_session
-
-    tool = str(payload.get("tool_name") or "")
-    field_name = WRITE_TOOLS.get(tool)
-    raw_input = payload.get("tool_input")
-    if field_name is None or not isinstance(raw_input, dict):
-        return {}
-    target = raw_input.get(field_name)
-    if not isinstance(target, str) or not target:
-        return {}
-    try:
-        # The write happened whatever the unit's state: count it for the unit the agent was
-        # registered for (`unit drive`), else for the session unit of this agent.
-        session = find_session(layout, definition, agent="claude-code", env=env, key=key)
-        address = session.address
-        if address is not None:
-            unit = ExecutionStore(layout, clock).find_unit(address.unit_id)
-            if unit is None:
-                return {}
-            unit_id = unit.unit_id
-            attempt = address.attempt if address.attempt is not None else unit.attempts + 1
-        else:
-            session.cwd = cwd
-            tools = session.tools()
-            unit_id, attempt = tools.unit_id, tools.attempt
-    except (SessionUnavailable, StoreError, ValueError, OSError):
-        return {}
-    worktree = layout.worktree(unit_id)
-    name = relative_to_unit(
-        target, worktree=worktree if worktree.is_dir() else None, root=layout.root, cwd=cwd
-    )
-    ThrashDetector(layout, definition, clock=clock).record(
-        unit_id, attempt, [name], source="hook", tool=tool
-    )
-    return {}
+def absolute(raw: str, cwd: Path) -> Path:
+    path = Path(raw)
+    return Path(os.path.normpath(path if path.is_absolute() else cwd / path))

@@ -25,8 +25,20 @@ class ToolSpec:
     input_schema: dict[str, Any]
 
 
+def _schema(model: type[Any]) -> dict[str, Any]:
+    """The JSON Schema of a record, its own definition at the top, the ones it uses in
+    ``$defs``."""
+    import msgspec
+
+    (ref,), defs = msgspec.json.schema_components([model], ref_template="#/$defs/{name}")
+    out: dict[str, Any] = dict(defs.pop(ref["$ref"].rsplit("/", 1)[-1]))
+    if defs:
+        out["$defs"] = defs
+    return out
+
+
 def _evidence() -> dict[str, Any]:
-    return {"type": "array", "items": EvidenceRef.model_json_schema(by_alias=True), "maxItems": 50}
+    return {"type": "array", "items": _schema(EvidenceRef), "maxItems": 50}
 
 
 def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -50,7 +62,7 @@ _SUBJECT = _text(200)
 
 
 def _specs() -> dict[str, ToolSpec]:
-    report = ResultReportInput.model_json_schema(by_alias=True)
+    report = _schema(ResultReportInput)
     specs = [
         ToolSpec(
             "read_conventions",

@@ -311,7 +311,7 @@ class SessionTools:
     def _observe(self, tool: str, message: str) -> None:
         cause = "invalid-report" if tool == "report_result" else cause_from_error(message)
         self.store.record_observation(
-            FailureObservation.model_validate(
+            FailureObservation.from_json_dict(
                 {
                     "unitId": self.unit_id,
                     "attempt": self.attempt,
@@ -610,7 +610,7 @@ class SessionTools:
     def _tool_remember(self, args: dict[str, Any]) -> dict[str, Any]:
         revision = head_of(self.worktree)
         evidence = [
-            EvidenceRef.model_validate({**e, "sourceRevision": revision})
+            EvidenceRef.from_json_dict({**e, "sourceRevision": revision})
             for e in args.get("evidence", [])
         ]
         try:

@@ -34,7 +34,10 @@ from typing import IO, Any
 
 from regulator.host.agent_install import (
     HOOK_FAILS_CLOSED,
+    HOOK_MATCHER,
     MCP_GRANT,
+    OLDER_MATCHERS,
+    RETIRED_EVENTS,
     SERVER,
     InstallRefused,
     read_json,
@@ -297,6 +300,7 @@ def _claude_hooks(root: Path, plan: _Plan, timeout: float) -> None:
         return
     hooks = data.get("hooks")
     events: dict[str, list[str]] = {}
+    matchers: dict[str, list[object]] = {}  # regulator's hooks' matchers, by event
     for event, entries in hooks.items() if isinstance(hooks, dict) else []:
         for entry in entries if isinstance(entries, list) else []:
             listed = entry.get("hooks") if isinstance(entry, dict) else None
@@ -304,9 +308,30 @@ def _claude_hooks(root: Path, plan: _Plan, timeout: float) -> None:
                 command = hook.get("command") if isinstance(hook, dict) else None
                 if isinstance(command, str) and "hook claude-code" in command:
                     events.setdefault(command, []).append(event)
+                    matchers.setdefault(event, []).append(entry.get("matcher"))
     if not events:
         return
     plan.found = True
+    for event in RETIRED_EVENTS:
+        if event in matchers:
+            report.notices.append(
+                f".claude/settings.json: regulator's hook in {event} is an older install's: it "
+                "starts a process after every call it matches and no longer does anything; "
+                f"{_AGAIN['claude-code']}"
+            )
+    for matcher in matchers.get("PreToolUse", []):
+        if matcher in OLDER_MATCHERS["PreToolUse"]:
+            report.notices.append(
+                f".claude/settings.json: regulator's PreToolUse hook matches only {matcher}: "
+                "while a session is paused, the tools it leaves out (a subagent, another "
+                f"server's MCP tools) are not refused; {_AGAIN['claude-code']}"
+            )
+        elif matcher not in (HOOK_MATCHER, None, "", "*"):  # the last three: every tool
+            report.notices.append(
+                f".claude/settings.json: regulator's PreToolUse hook matches {matcher!r}, not "
+                f"regulator's {HOOK_MATCHER}: a tool it leaves out is not refused while a "
+                "session is paused, nor its writes counted"
+            )
     for command, named in events.items():
         what = f"the hook `{command.removesuffix(HOOK_FAILS_CLOSED)}` ({', '.join(named)})"
         try:

@@ -314,6 +314,9 @@ def conflict_signal(
     return CoordinationSignal(
         id=str(uuid.uuid4()),
         timestamp=now_iso(clock),
+        source="S2",
+        channel="signal",
+        destination="S3",
         subject=branch,
         unit=unit_id,
         severity="blocking",

@@ -40,7 +40,7 @@ from regulator.policy.read_only import (
     command_reads_only,
     reads_only,
 )
-from regulator.protocol.base import Record
+from regulator.protocol.schema import Schema
 
 if TYPE_CHECKING:
     from regulator.policy.shell import Command, Script
@@ -63,7 +63,7 @@ def _compiles(pattern: str) -> str:
     return pattern
 
 
-class ConsentRule(Record):
+class ConsentRule(Schema):
     tool: str  # a regular expression on the tool's name, matched whole
     effect: str = Field(min_length=1)  # what the person is told the call does
     # Bash: the commands that only read, with their flags; a line of only those is not asked.
@@ -95,13 +95,13 @@ class ConsentRule(Record):
         )
 
 
-class AgentRules(Record):
+class AgentRules(Schema):
     read_only: list[str] = Field(default_factory=list)
     consent: list[ConsentRule] = Field(default_factory=list)
     nobody_present: Decision = "ask"
 
 
-class AgentEffects(Record):
+class AgentEffects(Schema):
     name: str = Field(min_length=1)
     version: int = Field(ge=1, strict=True)
     agents: dict[str, AgentRules]

@@ -16,26 +16,40 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
 from regulator.protocol.errors import CorruptState, describe_validation_error
-from regulator.protocol.policies import (
-    BudgetPolicy,
-    InteractionPolicy,
-    RecoveryPolicy,
-    RoutingPolicy,
-)
 from regulator.store._fs import kind_of
 
-POLICY_KINDS: dict[str, type[BaseModel]] = {
-    "routing": RoutingPolicy,
-    "interaction": InteractionPolicy,
-    "recovery": RecoveryPolicy,
-    "budget": BudgetPolicy,
-}
+if TYPE_CHECKING:
+    from regulator.protocol.policies import (
+        BudgetPolicy,
+        InteractionPolicy,
+        RecoveryPolicy,
+        RoutingPolicy,
+    )
+
+# The four policies' models are imported when one is read, not with the loader: a command that
+# reads only ``agents.yaml`` (the hook answering a Read) does not build them.
+POLICY_KINDS: tuple[str, ...] = ("routing", "interaction", "recovery", "budget")
+
+
+def policy_model(kind: str) -> type[BaseModel]:
+    """The model of the ``kind`` policy."""
+    from regulator.protocol import policies
+
+    models: dict[str, type[BaseModel]] = {
+        "routing": policies.RoutingPolicy,
+        "interaction": policies.InteractionPolicy,
+        "recovery": policies.RecoveryPolicy,
+        "budget": policies.BudgetPolicy,
+    }
+    return models[kind]
+
+
 # The original names its budget policy `default.json`; accept that name too.
 _STEMS: dict[str, tuple[str, ...]] = {
     "routing": ("routing",),
@@ -263,26 +277,34 @@ class Definition:
 
     @property
     def routing(self) -> RoutingPolicy:
+        from regulator.protocol.policies import RoutingPolicy
+
         return self._get("routing", RoutingPolicy)
 
     @property
     def interaction(self) -> InteractionPolicy:
+        from regulator.protocol.policies import InteractionPolicy
+
         return self._get("interaction", InteractionPolicy)
 
     @property
     def recovery(self) -> RecoveryPolicy:
+        from regulator.protocol.policies import RecoveryPolicy
+
         return self._get("recovery", RecoveryPolicy)
 
     @property
     def budget(self) -> BudgetPolicy:
+        from regulator.protocol.policies import BudgetPolicy
+
         return self._get("budget", BudgetPolicy)
 
     def check(self) -> dict[str, list[str]]:
         """Load every policy; per kind, the problems (empty when it loaded)."""
         result: dict[str, list[str]] = {}
-        for kind, model in POLICY_KINDS.items():
+        for kind in POLICY_KINDS:
             try:
-                self._get(kind, model)
+                self._get(kind, policy_model(kind))
                 result[kind] = []
             except PolicyError as exc:
                 result[kind] = exc.problems

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field, field_validator, model_validator
 
-from regulator.protocol.base import Record
+from regulator.protocol.schema import Schema
 
 if TYPE_CHECKING:
     from regulator.policy.shell import Command, Redirect, Script, Word
@@ -41,7 +41,7 @@ _SINGLE_DASH_LONG = re.compile(r"-[A-Za-z][A-Za-z0-9._-]+")
 _DESCRIPTOR = re.compile(r"[0-9]+-?")
 
 
-class CommandSpec(Record):
+class CommandSpec(Schema):
     """What one read-only command may be given (see the module's docstring)."""
 
     flags: list[str] = Field(default_factory=list)

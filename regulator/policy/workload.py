@@ -38,8 +38,8 @@ from regulator.policy.loader import (
     read_definition_data,
     shipped_policies_dir,
 )
-from regulator.protocol.base import Record
 from regulator.protocol.errors import describe_validation_error
+from regulator.protocol.schema import Schema
 
 TOOLS = (
     "read_conventions",
@@ -93,7 +93,7 @@ def _check_writable(path: str) -> str:
 WritablePath = Annotated[str, AfterValidator(_check_writable)]
 
 
-class SessionSpec(Record):
+class SessionSpec(Schema):
     adapter: Literal["script", "command"]
     # For `command`: the agent CLI's argv; {prompt}, {mcp_config}, {model}, {worktree} and
     # {instance} are substituted.
@@ -102,20 +102,20 @@ class SessionSpec(Record):
     usage_format: Literal["claude-json", "codex-jsonl", "none"] = "none"
 
 
-class UnitType(Record):
+class UnitType(Schema):
     profile: str
     checks: list[Literal["tests"]] = Field(default_factory=list)
     requires_contract: bool = True
     session: SessionSpec
 
 
-class Profile(Record):
+class Profile(Schema):
     tools: list[ToolName]
     # Where the unit may write, checked at closeout over everything it changed; absent: anywhere.
     writable_paths: list[WritablePath] | None = None
 
 
-class Workload(Record):
+class Workload(Schema):
     name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]*$")]
     version: Annotated[int, Field(ge=1, strict=True)]
     description: str
@@ -163,12 +163,12 @@ class Workload(Record):
 # --- the original's format -----------------------------------------------------------------
 
 
-class CheckRef(Record):
+class CheckRef(Schema):
     name: Annotated[str, Field(min_length=1)]
     options: dict[str, Any] | None = None
 
 
-class ListedUnitType(Record):
+class ListedUnitType(Schema):
     """A unit type as the original lists it; ``session`` is ours and optional."""
 
     name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]*$")]
@@ -183,7 +183,7 @@ class ListedUnitType(Record):
         return [c if isinstance(c, str) else c.name for c in self.checks]
 
 
-class ListedWorkload(Record):
+class ListedWorkload(Schema):
     """The original's ``workload/<name>.json``."""
 
     name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]*$")]
@@ -201,7 +201,7 @@ class ListedWorkload(Record):
         return self
 
 
-class ListedProfile(Record):
+class ListedProfile(Schema):
     """The original's ``profiles/<name>.json`` (a capability profile)."""
 
     name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]*$")]

@@ -7,14 +7,12 @@ kept apart so that an acceptance never stands in for a verdict.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from types import MappingProxyType
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import Field, TypeAdapter
+import msgspec
 
-from regulator.protocol.base import DEFERRED, Record
-from regulator.protocol.entry import loads_json, validate_tagged
+from regulator.protocol.base import Record, TypedRecord
+from regulator.protocol.entry import LineDecoder
 from regulator.protocol.evidence import NonEmptyStr
 from regulator.protocol.execution import ContractRef, Positive
 from regulator.protocol.vocab import AcceptanceDisposition, EvidenceClass, Verdict
@@ -35,7 +33,7 @@ class EvidenceRecord(Record):
     contract: ContractRef
     # The host check that produced it: ``run_tests``, ``run_checks:<name>``, ``file:<path>``.
     check: NonEmptyStr
-    class_: EvidenceClass = Field(alias="class")
+    class_: EvidenceClass = msgspec.field(name="class")
     # Ids of the contract's evidence expectations it speaks to; empty = none.
     criteria: list[NonEmptyStr]
     verdict: Verdict
@@ -43,7 +41,7 @@ class EvidenceRecord(Record):
     observation: str
     revision: NonEmptyStr
     environment: EvidenceEnvironment
-    produced_by: Literal["S3*"] = "S3*"
+    produced_by: Literal["S3*"]
     at: NonEmptyStr
 
 
@@ -65,7 +63,7 @@ class TechnicalVerdict(Record):
     contradicted: list[NonEmptyStr]
     awaiting_acceptance: list[NonEmptyStr]
     reasons: list[NonEmptyStr]
-    decided_by: Literal["S3*"] = "S3*"
+    decided_by: Literal["S3*"]
     at: NonEmptyStr
 
 
@@ -83,39 +81,24 @@ class HumanAcceptance(Record):
     at: NonEmptyStr
 
 
-class AuditEvidenceEntry(Record):
-    type: Literal["evidence"] = "evidence"
+class AuditEvidenceEntry(TypedRecord, tag="evidence"):
     record: EvidenceRecord
 
 
-class AuditVerdictEntry(Record):
-    type: Literal["verdict"] = "verdict"
+class AuditVerdictEntry(TypedRecord, tag="verdict"):
     verdict: TechnicalVerdict
 
 
-class AuditAcceptanceEntry(Record):
-    type: Literal["acceptance"] = "acceptance"
+class AuditAcceptanceEntry(TypedRecord, tag="acceptance"):
     acceptance: HumanAcceptance
 
 
-AuditEntry = Annotated[
-    AuditEvidenceEntry | AuditVerdictEntry | AuditAcceptanceEntry,
-    Field(discriminator="type"),
-]
+AuditEntry = AuditEvidenceEntry | AuditVerdictEntry | AuditAcceptanceEntry
 
-AUDIT_ENTRY_MODELS: Mapping[str, type[Record]] = MappingProxyType(
-    {
-        "evidence": AuditEvidenceEntry,
-        "verdict": AuditVerdictEntry,
-        "acceptance": AuditAcceptanceEntry,
-    }
-)
-
-AUDIT_ENTRY_ADAPTER: TypeAdapter[AuditEntry] = TypeAdapter(AuditEntry, config=DEFERRED)
+_AUDIT_LINE: LineDecoder[AuditEntry] = LineDecoder(AuditEntry)
 
 
 def parse_audit_line(line: bytes | str) -> AuditEntry:
     """One line of ``audit.ndjson`` as its record; ``ValueError`` with a short message if not."""
-    return validate_tagged(
-        AUDIT_ENTRY_ADAPTER, loads_json(line), AUDIT_ENTRY_MODELS, (("type", "line type"),)
-    )
+    entry: AuditEntry = _AUDIT_LINE.decode(line)
+    return entry

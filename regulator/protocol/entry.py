@@ -2,25 +2,37 @@
 
 A line is a ``RegulatoryEntry``: a message (it has a ``kind``), an obligation/routing event or
 an interaction event (they have a ``type``). The original tells them apart by the presence of
-``kind``; the union's discriminator does the same.
+``kind``; so does this module (see ``parse_signal_line``).
 
-The helpers below serve every NDJSON and JSON file of ``.regulator/``: parse with orjson,
-validate strictly (a ``"3"`` is not an integer, ``true`` is not ``1``: the original's schemas
-refuse both), and turn a refusal into one short line that names the field path.
+The helpers below serve every NDJSON and JSON file of ``.regulator/``: one ``msgspec`` decode
+per line, which parses and checks at once and strictly (a ``"3"`` is not an integer, ``true``
+is not ``1``: the original's schemas refuse both). Only a line it refuses is looked at again,
+to say why in one short line naming the field path, as the file spells it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from functools import cache
 from types import MappingProxyType
-from typing import Annotated, Any, TypeGuard, TypeVar
+from typing import (
+    Any,
+    Generic,
+    Literal,
+    TypeGuard,
+    TypeVar,
+    cast,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
+import msgspec
 import orjson
-from pydantic import BaseModel, Discriminator, Tag, TypeAdapter, ValidationError
-from pydantic_core import ErrorDetails
 
-from regulator.protocol.base import DEFERRED, Record
-from regulator.protocol.errors import describe_error
+from regulator.protocol.base import Record
+from regulator.protocol.errors import field_path
 from regulator.protocol.interaction import (
     INTERACTION_EVENT_MODELS,
     InteractionAnswered,
@@ -51,11 +63,8 @@ from regulator.protocol.obligations import (
     ObligationSuperseded,
 )
 
-R = TypeVar("R", bound=BaseModel)
+R = TypeVar("R", bound=Record)
 T = TypeVar("T")
-
-# How many problems of one record a message spells out before it just counts the rest.
-_MAX_PROBLEMS = 3
 
 
 # --- parsing and describing -------------------------------------------------------------------
@@ -69,87 +78,6 @@ def loads_json(raw: bytes | str) -> Any:
         raise ValueError(f"not JSON: {exc}") from None
 
 
-def _file_loc(loc: tuple[int | str, ...], data: Any) -> tuple[int | str, ...]:
-    """Drop the union tags pydantic inserts into an error location, keeping the file's path.
-
-    A discriminated union adds its tag (``"obligation-resolved"``) as a location segment. Walk
-    the input along the location: a segment that is not a key there but equals the object's
-    ``kind`` or ``type`` is such a tag (at most one per object: a field can share its name).
-    """
-    out: list[int | str] = []
-    node: Any = data
-    tag_skipped = False
-    for part in loc:
-        if isinstance(node, dict):
-            tag = node.get("kind", node.get("type")) if not tag_skipped else None
-            if isinstance(part, str) and part == tag:
-                tag_skipped = True
-                continue
-            if part in node:
-                out.append(part)
-                node, tag_skipped = node[part], False
-                continue
-        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
-            out.append(part)
-            node, tag_skipped = node[part], False
-            continue
-        out.append(part)
-        node, tag_skipped = None, False
-    return tuple(out)
-
-
-def describe_problems(exc: ValidationError, data: Any) -> list[str]:
-    """Every error of ``exc`` as ``path: message``, with paths as the file spells them."""
-    problems: list[str] = []
-    for error in exc.errors():
-        cleaned: ErrorDetails = {**error, "loc": _file_loc(tuple(error["loc"]), data)}
-        problems.append(describe_error(_as_field_error(cleaned)))
-    return problems
-
-
-def _as_field_error(error: ErrorDetails) -> ErrorDetails:
-    """A nested union's bad or missing tag, told as the tag field's own error.
-
-    ``check.kind: 'lint' is not one of export-signature, inherited-tests`` rather than
-    pydantic's sentence about tags and discriminators.
-    """
-    ctx = error.get("ctx") or {}
-    key = str(ctx.get("discriminator", "")).strip("'")
-    if not key or error["type"] not in ("union_tag_invalid", "union_tag_not_found"):
-        return error
-    loc = (*error["loc"], key)
-    if error["type"] == "union_tag_not_found":
-        return {**error, "type": "missing", "loc": loc}
-    given = error["input"].get(key) if isinstance(error["input"], dict) else ctx.get("tag")
-    expected = {"expected": ctx.get("expected_tags", "")}
-    return {**error, "type": "literal_error", "loc": loc, "input": given, "ctx": expected}
-
-
-def summarize_problems(problems: list[str]) -> str:
-    """At most a few problems, ``; ``-joined, then how many more there were."""
-    shown = "; ".join(problems[:_MAX_PROBLEMS])
-    rest = len(problems) - _MAX_PROBLEMS
-    return f"{shown} (+{rest} more)" if rest > 0 else shown
-
-
-def _refusal(exc: ValidationError, data: Any, label: str | None) -> ValueError:
-    text = summarize_problems(describe_problems(exc, data))
-    return ValueError(f"{label}: {text}" if label else text)
-
-
-def validate_record(model: type[R], data: Any, *, label: str | None = None) -> R:
-    """``data`` (already parsed JSON) as ``model``, strictly; ``ValueError`` naming the field."""
-    try:
-        return model.model_validate(data, strict=True)
-    except ValidationError as exc:
-        raise _refusal(exc, data, label) from None
-
-
-def load_record(model: type[R], raw: bytes | str, *, label: str | None = None) -> R:
-    """A JSON line or file as ``model``: ``ValueError`` with a short message if it is not one."""
-    return validate_record(model, loads_json(raw), label=label)
-
-
 def _kind_of(value: Any) -> str:
     if isinstance(value, list):
         return "a list"
@@ -160,40 +88,246 @@ def _kind_of(value: Any) -> str:
     return "a number"
 
 
-def validate_tagged(
-    adapter: TypeAdapter[T],
-    data: Any,
-    tags: Mapping[str, type[BaseModel]],
-    tag_keys: tuple[tuple[str, str], ...],
-) -> T:
-    """``data`` as one member of a tagged union, with a plain message for an unknown tag.
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
-    ``tag_keys`` is ``(key, what the key names)`` in the order the keys are looked for: the
-    first key present decides, as in the original.
-    """
-    if not isinstance(data, dict):
-        raise ValueError(f"expected a JSON object, got {_kind_of(data)}")
-    found = next(((key, noun) for key, noun in tag_keys if key in data), None)
+
+# ``<what> - at `$.a[0].b```: msgspec's one problem, and where it is.
+_AT = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
+_SEGMENT = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
+_NAMED = re.compile(r"^Object (missing required|contains unknown) field `(?P<name>[^`]*)`$")
+_INVALID = re.compile(r"^Invalid (?:enum )?value ")
+
+
+class _Missing:
+    """No value at a path (``_at`` found none)."""
+
+
+_MISSING = _Missing()
+
+
+def _at(data: Any, path: list[int | str]) -> Any:
+    node = data
+    for part in path:
+        fits = isinstance(node, list) if isinstance(part, int) else isinstance(node, dict)
+        if not fits or part not in (range(len(node)) if isinstance(node, list) else node):
+            return _MISSING
+        node = node[part]
+    return node
+
+
+def _type_at(root: Any, data: Any, path: list[int | str]) -> Any:
+    """The ``msgspec.inspect`` type of the value at ``path``; a union of structs is narrowed by
+    the tag ``data`` holds there. ``None`` when the path leaves the types."""
+    from msgspec import inspect
+
+    node: Any = inspect.type_info(root)
+    for depth, part in enumerate(path):
+        node = _narrow(node, _at(data, path[:depth]))
+        if isinstance(node, inspect.StructType) and isinstance(part, str):
+            found = next((f for f in node.fields if f.encode_name == part), None)
+            if found is None:
+                return None
+            node = found.type
+        elif isinstance(node, inspect.ListType) and isinstance(part, int):
+            node = node.item_type
+        else:
+            return None
+    return node
+
+
+def _narrow(node: Any, value: Any) -> Any:
+    from msgspec import inspect
+
+    while isinstance(node, inspect.UnionType):
+        members = [t for t in node.types if not isinstance(t, inspect.NoneType)]
+        structs = [t for t in members if isinstance(t, inspect.StructType)]
+        if len(structs) > 1 and isinstance(value, dict):
+            tag = value.get(structs[0].tag_field)
+            node = next((t for t in structs if t.tag == tag), structs[0])
+        elif len(members) == 1 or structs:
+            node = structs[0] if structs else members[0]
+        else:
+            return node
+    return node
+
+
+def _allowed(root: Any, data: Any, path: list[int | str]) -> list[str] | None:
+    """The words a closed vocabulary (or a union's tags) allows at ``path``, in the order the
+    record declares them."""
+    from msgspec import inspect
+
+    if not path or not isinstance(path[-1], str):
+        return None
+    parent = _narrow(_type_at(root, data, path[:-1]), _at(data, path[:-1]))
+    if not isinstance(parent, inspect.StructType):
+        return None
+    if parent.tag_field == path[-1]:  # a nested union's tag: the words are its members'
+        union = _type_at(root, data, path[:-1])
+        members = union.types if isinstance(union, inspect.UnionType) else (parent,)
+        return [str(t.tag) for t in members if isinstance(t, inspect.StructType)]
+    found = next((f for f in parent.fields if f.encode_name == path[-1]), None)
     if found is None:
-        names = " or ".join(f"'{key}'" for key, _ in tag_keys)
-        raise ValueError(f"no {names} field")
-    key, noun = found
-    tag = data[key]
-    if not isinstance(tag, str) or tag not in tags:
-        shown = repr(tag) if isinstance(tag, str) else orjson.dumps(tag).decode()[:40]
-        raise ValueError(f"unknown {noun} {shown}")
-    try:
-        return adapter.validate_python(data, strict=True)
-    except ValidationError as exc:
-        raise _refusal(exc, data, tag) from None
+        return None
+    words = _literal_words(get_type_hints(parent.cls, include_extras=True)[found.name])
+    return words or None
+
+
+def _literal_words(annotation: Any) -> list[str]:
+    if get_origin(annotation) is Literal:
+        return [str(v) for v in get_args(annotation)]
+    return [w for arg in get_args(annotation) for w in _literal_words(arg)]
+
+
+def describe_refusal(exc: msgspec.MsgspecError, root: Any, data: Any) -> str:
+    """msgspec's refusal of ``data`` as ``root``, in one line: ``path: why``.
+
+    msgspec names one problem, as ``<what> - at `$.path```; the path is the file's own (its
+    camelCase keys). For a closed vocabulary the allowed words are named, as for a policy.
+    """
+    text = str(exc)
+    if isinstance(exc, msgspec.DecodeError) and not isinstance(exc, msgspec.ValidationError):
+        return f"not JSON: {text}"
+    match = _AT.match(text)
+    what, where = (match["what"], match["path"] or "") if match else (text, "")
+    path: list[int | str] = [
+        name if name else int(index) for name, index in _SEGMENT.findall(where)
+    ]
+    named = _NAMED.match(what)
+    if named is not None:
+        path.append(named["name"])
+        if named.group(1) == "missing required":
+            message = "required, and missing"
+        else:
+            message = "not a field of this record (the record is closed)"
+    elif _INVALID.match(what):
+        value = _at(data, path)
+        words = _allowed(root, data, path)
+        shown = _show(value) if value is not _MISSING else what.split(" ", 3)[-1]
+        message = f"{shown} is not one of {', '.join(words)}" if words else f"{shown} is invalid"
+    elif what.startswith("Expected "):
+        value = _at(data, path)
+        message = what[0].lower() + what[1:]
+        if value is not _MISSING and not what.endswith(f"got `{_json_name(value)}`"):
+            message += f" (got {_show(value)})"
+    else:  # a record's own check (``__post_init__``) names its field itself
+        message = what
+    at = field_path(path)
+    return f"{at}: {message}" if at else message
+
+
+def _json_name(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, str):
+        return "str"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "null"
+
+
+def _tags(root: Any) -> tuple[str | None, dict[str, type[Record]]]:
+    """The tag field of a tagged union (or tagged record) and its members by tag."""
+    members = get_args(root) or (root,)
+    tags: dict[str, type[Record]] = {}
+    field: str | None = None
+    for member in members:
+        config = getattr(member, "__struct_config__", None)
+        if config is not None and isinstance(config.tag, str):
+            field = config.tag_field
+            tags[config.tag] = member
+    return field, tags
+
+
+class LineDecoder(Generic[T]):
+    """Lines (or whole files) of one record type, or of one tagged union of them: one
+    ``msgspec`` decode each, and for a line it refuses, a ``ValueError`` saying why in one
+    line: ``obligation-resolved: disposition: 'foo' is not one of …``, ``not JSON: …``,
+    ``unknown line type 'x'``. ``noun`` names what the tag tells apart ("line type")."""
+
+    def __init__(self, root: Any, *, noun: str = "line type") -> None:
+        self.root = root
+        self.noun = noun
+        self._decoder: msgspec.json.Decoder[T] = msgspec.json.Decoder(root)
+        self._tag_field, self._tags = _tags(root)
+        # A union needs its tag; a single tagged record is read as itself whatever it says.
+        self._tagged = self._tag_field is not None and len(get_args(root)) > 1
+
+    def decode(self, raw: bytes | str, *, label: str | None = None) -> T:
+        try:
+            return self._decoder.decode(raw)
+        except msgspec.DecodeError:
+            pass
+        raise ValueError(self.refusal(raw, label=label)) from None
+
+    def refusal(self, raw: bytes | str, *, label: str | None = None) -> str:
+        """Why ``raw`` is not one of these records (the decode failed: this looks again)."""
+        data = loads_json(raw)
+        if self._tagged:
+            tag_field = cast(str, self._tag_field)
+            if not isinstance(data, dict):
+                return f"expected a JSON object, got {_kind_of(data)}"
+            if tag_field not in data:
+                return f"no '{tag_field}' field"
+            tag = data[tag_field]
+            if not isinstance(tag, str) or tag not in self._tags:
+                return f"unknown {self.noun} {_shown_tag(tag)}"
+            label = tag
+        try:
+            self._decoder.decode(raw)
+        except msgspec.DecodeError as exc:
+            text = describe_refusal(exc, self.root, data)
+            return f"{label}: {text}" if label else text
+        return "refused"  # decoded now: only a decoder that changed its mind gets here
+
+    def convert(self, data: Any, *, label: str | None = None) -> T:
+        """``data`` (already parsed JSON) as the record, checked as a line is."""
+        try:
+            value: T = msgspec.convert(data, self.root, strict=True)
+            return value
+        except msgspec.ValidationError as exc:
+            if self._tagged:
+                return self.decode(orjson.dumps(data), label=label)
+            text = describe_refusal(exc, self.root, data)
+            raise ValueError(f"{label}: {text}" if label else text) from None
+
+
+def _shown_tag(tag: Any) -> str:
+    return repr(tag) if isinstance(tag, str) else orjson.dumps(tag).decode()[:40]
+
+
+@cache
+def _decoder_of(model: type[Record]) -> LineDecoder[Any]:
+    return LineDecoder(model)
+
+
+def validate_record(model: type[R], data: Any, *, label: str | None = None) -> R:
+    """``data`` (already parsed JSON) as ``model``, strictly; ``ValueError`` naming the field."""
+    record: R = _decoder_of(model).convert(data, label=label)
+    return record
+
+
+def load_record(model: type[R], raw: bytes | str, *, label: str | None = None) -> R:
+    """A JSON line or file as ``model``: ``ValueError`` with a short message if it is not one."""
+    record: R = _decoder_of(model).decode(raw, label=label)
+    return record
 
 
 # --- writing ----------------------------------------------------------------------------------
 
+_encode = msgspec.json.Encoder().encode
+
 
 def record_to_json_line(record: Record) -> bytes:
-    """Compact JSON + ``\\n``, keys in field order, absent optionals left out (as the original)."""
-    return orjson.dumps(record.to_json_dict()) + b"\n"
+    """Compact JSON + ``\\n``, keys in field order (a tag first), absent optionals left out."""
+    return _encode(record) + b"\n"
 
 
 def record_to_pretty_json(record: Record) -> bytes:
@@ -203,75 +337,89 @@ def record_to_pretty_json(record: Record) -> bytes:
 
 # --- the regulatory log -----------------------------------------------------------------------
 
+# Typing only: a line is one of these. Reading one takes two decoders, since msgspec tells a
+# union's structs apart by one tag field, and the log has two: ``kind`` and ``type``.
+RegulatoryEntry = (
+    AuditFinding
+    | PolicyProposal
+    | Constraint
+    | OperationalSignal
+    | CoordinationSignal
+    | IntelligenceSignal
+    | AlgedonicSignal
+    | UncertaintySignal
+    | ObligationOpened
+    | ObligationAcknowledged
+    | ObligationResolved
+    | ObligationEscalated
+    | ObligationSuperseded
+    | MessageNoted
+    | ObligationDelivered
+    | InteractionRequested
+    | InteractionAnswered
+)
 
-def _entry_tag(value: Any) -> str | None:
-    # A message is whatever has a ``kind``; everything else is told apart by ``type``.
-    if isinstance(value, dict):
-        tag = value["kind"] if "kind" in value else value.get("type")
-    else:
-        tag = getattr(value, "kind", None) or getattr(value, "type", None)
-    return tag if isinstance(tag, str) else None
-
-
-def _tag_of(model: type[BaseModel]) -> str:
-    field = model.model_fields.get("kind") or model.model_fields["type"]
-    tag = field.default
-    assert isinstance(tag, str)
-    return tag
-
-
-# The same union three ways: a type for annotations, a map for look-ups, an adapter to validate.
-RegulatoryEntry = Annotated[
-    Annotated[AuditFinding, Tag("audit-finding")]
-    | Annotated[PolicyProposal, Tag("policy-proposal")]
-    | Annotated[Constraint, Tag("constraint")]
-    | Annotated[OperationalSignal, Tag("operational-signal")]
-    | Annotated[CoordinationSignal, Tag("coordination-signal")]
-    | Annotated[IntelligenceSignal, Tag("intelligence-signal")]
-    | Annotated[AlgedonicSignal, Tag("algedonic-signal")]
-    | Annotated[UncertaintySignal, Tag("uncertainty-signal")]
-    | Annotated[ObligationOpened, Tag("obligation-opened")]
-    | Annotated[ObligationAcknowledged, Tag("obligation-acknowledged")]
-    | Annotated[ObligationResolved, Tag("obligation-resolved")]
-    | Annotated[ObligationEscalated, Tag("obligation-escalated")]
-    | Annotated[ObligationSuperseded, Tag("obligation-superseded")]
-    | Annotated[MessageNoted, Tag("message-noted")]
-    | Annotated[ObligationDelivered, Tag("obligation-delivered")]
-    | Annotated[InteractionRequested, Tag("interaction-requested")]
-    | Annotated[InteractionAnswered, Tag("interaction-answered")],
-    Discriminator(_entry_tag),
-]
+_MESSAGES: LineDecoder[VsmMessage] = LineDecoder(VsmMessage, noun="message kind")
+_EVENTS: LineDecoder[ObligationEvent | InteractionEvent] = LineDecoder(
+    ObligationEvent | InteractionEvent
+)
 
 ENTRY_MODELS: Mapping[str, type[Record]] = MappingProxyType(
     {
-        _tag_of(model): model
+        cast(str, model.__struct_config__.tag): model
         for model in (*MESSAGE_MODELS, *OBLIGATION_EVENT_MODELS, *INTERACTION_EVENT_MODELS)
     }
 )
 
-REGULATORY_ENTRY_ADAPTER: TypeAdapter[RegulatoryEntry] = TypeAdapter(
-    RegulatoryEntry, config=DEFERRED
-)
-
-_ENTRY_TAG_KEYS = (("kind", "message kind"), ("type", "line type"))
-
-
-def validate_entry(data: Any) -> RegulatoryEntry:
-    """An already-parsed line of the regulatory log as its record; ``ValueError`` if it is not."""
-    return validate_tagged(REGULATORY_ENTRY_ADAPTER, data, ENTRY_MODELS, _ENTRY_TAG_KEYS)
+_decode_message = _MESSAGES._decoder.decode
+_decode_event = _EVENTS._decoder.decode
 
 
 def parse_signal_line(line: bytes | str) -> RegulatoryEntry:
     """One line of ``signals.ndjson`` as its record.
 
+    Whatever has a top-level ``kind`` is a message, anything else is told apart by its
+    ``type``: since every line type is closed and only messages have a ``kind``, a line one
+    decoder takes the other would refuse, so trying both is the original's rule. The one a
+    line most likely is goes first (what we write starts with its tag).
+
     Raises ``ValueError`` with a short message: ``not JSON: …``, ``unknown line type 'x'``,
     ``obligation-resolved: disposition: 'foo' is not one of no-action, …``.
     """
-    return validate_entry(loads_json(line))
+    first, second = (
+        (_decode_event, _decode_message)
+        if line[:8] in (b'{"type":', '{"type":')
+        else (_decode_message, _decode_event)
+    )
+    try:
+        return first(line)
+    except msgspec.DecodeError:
+        pass
+    try:
+        return second(line)
+    except msgspec.DecodeError:
+        pass
+    raise ValueError(_entry_refusal(line)) from None
+
+
+def _entry_refusal(line: bytes | str) -> str:
+    data = loads_json(line)
+    if not isinstance(data, dict):
+        return f"expected a JSON object, got {_kind_of(data)}"
+    if "kind" in data:
+        return _MESSAGES.refusal(line)
+    if "type" in data:
+        return _EVENTS.refusal(line)
+    return "no 'kind' or 'type' field"
+
+
+def validate_entry(data: Any) -> RegulatoryEntry:
+    """An already-parsed line of the regulatory log as its record; ``ValueError`` if it is not."""
+    return parse_signal_line(orjson.dumps(data))
 
 
 def entry_to_json_line(entry: RegulatoryEntry) -> bytes:
-    """The line the original would write for ``entry``: compact JSON + ``\\n``."""
+    """The line written for ``entry``: compact JSON + ``\\n``."""
     return record_to_json_line(entry)
 
 

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field
+import msgspec
 
 from regulator.protocol.base import Record
 from regulator.protocol.vocab import EvidenceClass
 
 # The original's ``minLength: 1`` strings: ids, subjects, timestamps it writes itself.
-NonEmptyStr = Annotated[str, Field(min_length=1)]
+NonEmptyStr = Annotated[str, msgspec.Meta(min_length=1)]
 
 
 class EvidenceRef(Record):
     """A pointer to what supports a claim: a file, a command, a test run, …"""
 
     # ``class`` is a Python keyword: the attribute is ``class_``, the key on disk ``class``.
-    class_: EvidenceClass = Field(alias="class")
+    class_: EvidenceClass = msgspec.field(name="class")
     ref: NonEmptyStr
     # The original leaves these two unconstrained: an empty string is a valid value.
     observation: str | None = None

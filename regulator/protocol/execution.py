@@ -7,11 +7,11 @@ log and is never derived from these.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, ClassVar, Literal, get_args
 
-from pydantic import Field, PlainValidator
+import msgspec
 
-from regulator.protocol.base import Record
+from regulator.protocol.base import Record, field_names
 from regulator.protocol.evidence import EvidenceRef, NonEmptyStr
 from regulator.protocol.vocab import (
     AttemptOutcome,
@@ -27,24 +27,16 @@ from regulator.protocol.vocab import (
 )
 
 # A unit id becomes a directory name: nothing that could climb out of ``units/``.
-UnitId = Annotated[str, Field(pattern=r"^[a-zA-Z0-9._-]+$")]
+UnitId = Annotated[str, msgspec.Meta(pattern=r"^[a-zA-Z0-9._-]+$")]
 # Contract and decision ids.
-DecisionId = Annotated[str, Field(pattern=r"^[a-zA-Z0-9][a-zA-Z0-9._-]*$")]
-Version = Annotated[int, Field(ge=1)]
-Count = Annotated[int, Field(ge=0)]
-Positive = Annotated[int, Field(ge=1)]
+DecisionId = Annotated[str, msgspec.Meta(pattern=r"^[a-zA-Z0-9][a-zA-Z0-9._-]*$")]
+Version = Annotated[int, msgspec.Meta(ge=1)]
+Count = Annotated[int, msgspec.Meta(ge=0)]
+Positive = Annotated[int, msgspec.Meta(ge=1)]
 
 
-def _non_negative_number(value: Any) -> int | float:
-    # JSON numbers keep their spelling: an integral cost read as 2 is written back as 2, not 2.0.
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError("expected a number")
-    if value < 0:
-        raise ValueError(f"must be at least 0, not {value}")
-    return value
-
-
-NonNegativeNumber = Annotated[int | float, PlainValidator(_non_negative_number)]
+# JSON numbers keep their spelling: an integral cost read as 2 is written back as 2, not 2.0.
+NonNegativeNumber = Annotated[int, msgspec.Meta(ge=0)] | Annotated[float, msgspec.Meta(ge=0)]
 
 BudgetDimension = Literal["tokens", "cost", "wallClockMs", "turns"]
 BUDGET_DIMENSIONS: tuple[str, ...] = get_args(BudgetDimension)
@@ -167,32 +159,34 @@ class UnresolvedDecision(Record):
     obligation_ref: NonEmptyStr | None = None
 
 
-class ExportSignatureCheck(Record):
+class _Check(Record, tag_field="kind"):
+    """A check an expectation names, told apart by its ``kind`` (the tag)."""
+
+    kind: ClassVar[str]
+
+
+class ExportSignatureCheck(_Check, tag="export-signature"):
     """The host checks that a module still exports a name with the declared arity."""
 
-    kind: Literal["export-signature"] = "export-signature"
     # Relative to the worktree.
     module: NonEmptyStr
     export: NonEmptyStr
     arity: Count
 
 
-class InheritedTestsCheck(Record):
+class InheritedTestsCheck(_Check, tag="inherited-tests"):
     """The inherited test suite must still pass, bar the exempt tests. (Newer docs only.)"""
 
-    kind: Literal["inherited-tests"] = "inherited-tests"
     exempt: list[NonEmptyStr]
 
 
-ExpectationCheck = Annotated[
-    ExportSignatureCheck | InheritedTestsCheck, Field(discriminator="kind")
-]
+ExpectationCheck = ExportSignatureCheck | InheritedTestsCheck
 
 
 class EvidenceExpectation(Record):
     id: DecisionId
     description: NonEmptyStr
-    class_: EvidenceClass = Field(alias="class")
+    class_: EvidenceClass = msgspec.field(name="class")
     required: bool
     # With a check, only that check's evidence satisfies the expectation.
     check: ExpectationCheck | None = None
@@ -205,7 +199,7 @@ class ContractPredecessor(Record):
 
 class ContractProvenance(Record):
     # Only S3 writes contracts.
-    created_by: Literal["S3"] = "S3"
+    created_by: Literal["S3"]
     created_at: NonEmptyStr
     source_revision: NonEmptyStr | None = None
     predecessor: ContractPredecessor | None = None
@@ -214,7 +208,7 @@ class ContractProvenance(Record):
 class WorkContract(Record):
     """``contract.v<N>.json``: the decisions a unit gets before dispatch. Never rewritten."""
 
-    kind: Literal["task"] = "task"
+    kind: Literal["task"]
     id: DecisionId
     version: Version
     unit_id: UnitId
@@ -310,13 +304,13 @@ class ResultReport(Record):
             unit_id=unit_id,
             attempt=attempt,
             reported_at=reported_at,
-            **{name: getattr(report, name) for name in ResultReportInput.model_fields},
+            **{name: getattr(report, name) for name in field_names(ResultReportInput)},
         )
 
     def as_input(self) -> ResultReportInput:
         """The model-supplied part alone."""
         return ResultReportInput(
-            **{name: getattr(self, name) for name in ResultReportInput.model_fields}
+            **{name: getattr(self, name) for name in field_names(ResultReportInput)}
         )
 
 
@@ -379,4 +373,4 @@ class RecoveryDecision(Record):
     # For clarify: what must be answered before the unit can go on.
     question: NonEmptyStr | None = None
     decided_at: NonEmptyStr
-    decided_by: Literal["S3"] = "S3"
+    decided_by: Literal["S3"]

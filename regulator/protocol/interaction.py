@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Annotated, Literal
+from typing import Annotated
 
-from pydantic import Field
+import msgspec
 
-from regulator.protocol.base import Record
+from regulator.protocol.base import Record, TypedRecord
 from regulator.protocol.evidence import EvidenceRef, NonEmptyStr
 from regulator.protocol.vocab import (
     InteractionChannel,
@@ -41,34 +41,32 @@ class InteractionRequest(Record):
     kind: InteractionKind
     subject: NonEmptyStr
     question: NonEmptyStr
-    options: Annotated[list[NonEmptyStr], Field(min_length=2)] | None = None
+    options: Annotated[list[NonEmptyStr], msgspec.Meta(min_length=2)] | None = None
     # For consent: what would be done on a yes.
     action: NonEmptyStr | None = None
     severity: Severity
     unit: NonEmptyStr | None = None
-    attempt: Annotated[int, Field(ge=1)] | None = None
+    attempt: Annotated[int, msgspec.Meta(ge=1)] | None = None
     # The obligation the request opened (or resolved on the spot).
     obligation_id: NonEmptyStr
     evidence: list[EvidenceRef]
     raised_by: VsmSystem
     raised_at: NonEmptyStr
     # 0 = no policy was loaded: nobody is asked.
-    timeout_ms: Annotated[int, Field(ge=0)]
+    timeout_ms: Annotated[int, msgspec.Meta(ge=0)]
     channel: InteractionChannel
 
 
-class InteractionRequested(Record):
-    type: Literal["interaction-requested"] = "interaction-requested"
+class InteractionRequested(TypedRecord, tag="interaction-requested"):
     id: NonEmptyStr
     at: NonEmptyStr
     by: NonEmptyStr
     request: InteractionRequest
 
 
-class InteractionAnswered(Record):
+class InteractionAnswered(TypedRecord, tag="interaction-answered"):
     """How a request ended. Only ``outcome: answered`` carries an answer a person gave."""
 
-    type: Literal["interaction-answered"] = "interaction-answered"
     id: NonEmptyStr
     at: NonEmptyStr
     by: NonEmptyStr
@@ -78,9 +76,6 @@ class InteractionAnswered(Record):
     channel: InteractionChannel
 
 
-InteractionEvent = Annotated[
-    InteractionRequested | InteractionAnswered,
-    Field(discriminator="type"),
-]
+InteractionEvent = InteractionRequested | InteractionAnswered
 
 INTERACTION_EVENT_MODELS: tuple[type[Record], ...] = (InteractionRequested, InteractionAnswered)

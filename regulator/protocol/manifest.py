@@ -2,29 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, field_validator
+import msgspec
 
 from regulator.protocol.base import Record
 from regulator.protocol.evidence import NonEmptyStr
 
 
-def _check_prefix(prefix: str) -> str:
+def _prefix_problem(prefix: str) -> str | None:
     # A declared prefix is joined to the repository root and compared against paths a unit
     # writes: it must stay inside the repository and match by whole directories.
     if not prefix.endswith("/"):
-        raise ValueError(f"{prefix!r} must end with '/'")
+        return f"{prefix!r} must end with '/'"
     if prefix.startswith("/"):
-        raise ValueError(f"{prefix!r} must be relative (no leading '/')")
+        return f"{prefix!r} must be relative (no leading '/')"
     if "\\" in prefix:
-        raise ValueError(f"{prefix!r} must not contain a backslash")
+        return f"{prefix!r} must not contain a backslash"
     if ".." in prefix.split("/"):
-        raise ValueError(f"{prefix!r} must not contain '..'")
-    return prefix
-
-
-PathPrefix = Annotated[str, AfterValidator(_check_prefix)]
+        return f"{prefix!r} must not contain '..'"
+    return None
 
 
 class ManifestDefinition(Record):
@@ -35,7 +32,7 @@ class ManifestDefinition(Record):
     # Always ``regulator`` as init writes it; the original's schema only asks for non-empty.
     name: NonEmptyStr
     # Number of registry records at init.
-    registry: Annotated[int, Field(ge=0)]
+    registry: Annotated[int, msgspec.Meta(ge=0)]
     # Git HEAD of the definition repository, or ``unknown``.
     harness_revision: NonEmptyStr
     # The host version the definition pins, or ``none``.
@@ -43,19 +40,22 @@ class ManifestDefinition(Record):
 
 
 class InstanceManifest(Record):
-    version: Literal[1] = 1
+    version: Literal[1]
     definition: ManifestDefinition
-    # Declared by a person at init, not discovered.
-    writable_paths: list[PathPrefix] | None = None
-    protected_paths: list[PathPrefix] | None = None
+    # Declared by a person at init, not discovered (each checked by ``__post_init__``).
+    writable_paths: list[str] | None = None
+    protected_paths: list[str] | None = None
     initialized_at: NonEmptyStr
     # ``--by``, default ``user@host``; asserted, not checked against any policy.
     initialized_by: NonEmptyStr
 
-    @field_validator("version", mode="before")
-    @classmethod
-    def _version_is_the_number_one(cls, value: Any) -> Any:
-        # ``Literal[1]`` alone would take ``true`` (True == 1 in Python); the original would not.
-        if isinstance(value, bool):
-            raise ValueError("expected the number 1")
-        return value
+    def __post_init__(self) -> None:
+        for name, prefixes in (
+            ("writablePaths", self.writable_paths),
+            ("protectedPaths", self.protected_paths),
+        ):
+            for n, prefix in enumerate(prefixes or ()):
+                problem = _prefix_problem(prefix)
+                if problem is not None:
+                    # msgspec reports a post-init error without a path: the message names it.
+                    raise ValueError(f"{name}[{n}]: {problem}")

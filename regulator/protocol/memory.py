@@ -6,14 +6,8 @@ not identity. Every entry has a review-by date; a retraction is a later line, ne
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from types import MappingProxyType
-from typing import Annotated, Literal
-
-from pydantic import Field, TypeAdapter
-
-from regulator.protocol.base import DEFERRED, Record
-from regulator.protocol.entry import loads_json, validate_tagged
+from regulator.protocol.base import Record, TypedRecord
+from regulator.protocol.entry import LineDecoder
 from regulator.protocol.evidence import EvidenceRef, NonEmptyStr
 
 
@@ -35,13 +29,11 @@ class MemoryEntry(Record):
     scope: list[NonEmptyStr] | None = None
 
 
-class MemoryRecorded(Record):
-    type: Literal["memory-recorded"] = "memory-recorded"
+class MemoryRecorded(TypedRecord, tag="memory-recorded"):
     entry: MemoryEntry
 
 
-class MemoryRetracted(Record):
-    type: Literal["memory-retracted"] = "memory-retracted"
+class MemoryRetracted(TypedRecord, tag="memory-retracted"):
     id: NonEmptyStr
     memory_id: NonEmptyStr
     by: NonEmptyStr
@@ -49,20 +41,12 @@ class MemoryRetracted(Record):
     reason: NonEmptyStr
 
 
-MemoryEvent = Annotated[MemoryRecorded | MemoryRetracted, Field(discriminator="type")]
+MemoryEvent = MemoryRecorded | MemoryRetracted
 
-MEMORY_EVENT_MODELS: Mapping[str, type[Record]] = MappingProxyType(
-    {
-        "memory-recorded": MemoryRecorded,
-        "memory-retracted": MemoryRetracted,
-    }
-)
-
-MEMORY_EVENT_ADAPTER: TypeAdapter[MemoryEvent] = TypeAdapter(MemoryEvent, config=DEFERRED)
+_MEMORY_LINE: LineDecoder[MemoryEvent] = LineDecoder(MemoryEvent)
 
 
 def parse_memory_line(line: bytes | str) -> MemoryEvent:
     """One line of ``memory.ndjson`` as its record; ``ValueError`` with a short message if not."""
-    return validate_tagged(
-        MEMORY_EVENT_ADAPTER, loads_json(line), MEMORY_EVENT_MODELS, (("type", "line type"),)
-    )
+    event: MemoryEvent = _MEMORY_LINE.decode(line)
+    return event

@@ -2,21 +2,14 @@
 
 Every message carries the envelope (``id``, ``timestamp``, ``source``, ``subject``, ``unit?``)
 and a fixed ``kind``, ``channel`` and ``destination``. Each kind narrows ``source`` (and
-``destination``) to the systems the original allows for it; the single-valued ones default so
-that Python code need not repeat them. All eight are closed.
+``destination``) to the systems the original allows for it. ``kind`` is the union's tag
+(written first); ``channel`` and the single-valued ``source`` and ``destination`` are fields a
+writer gives, since a field left at a default is not written. All eight are closed.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
-
-from pydantic import (
-    Field,
-    JsonValue,
-    SerializationInfo,
-    SerializerFunctionWrapHandler,
-    model_serializer,
-)
+from typing import Any, ClassVar, Literal
 
 from regulator.protocol.base import Record
 from regulator.protocol.evidence import EvidenceRef, NonEmptyStr
@@ -30,8 +23,10 @@ from regulator.protocol.vocab import (
 )
 
 
-class MessageEnvelope(Record):
+class MessageEnvelope(Record, tag_field="kind"):
     """The fields every message shares. Not a record on its own: each kind narrows it."""
+
+    kind: ClassVar[str]
 
     id: NonEmptyStr
     timestamp: NonEmptyStr
@@ -41,13 +36,12 @@ class MessageEnvelope(Record):
     unit: str | None = None
 
 
-class AuditFinding(MessageEnvelope):
+class AuditFinding(MessageEnvelope, tag="audit-finding"):
     """Independent evidence from S3* (the closeout audit, the post-merge check)."""
 
-    source: Literal["S3*"] = "S3*"
-    kind: Literal["audit-finding"] = "audit-finding"
-    channel: Literal["audit"] = "audit"
-    destination: Literal["S3"] = "S3"
+    source: Literal["S3*"]
+    channel: Literal["audit"]
+    destination: Literal["S3"]
     severity: Severity
     invariant: str | None = None
     observation: NonEmptyStr
@@ -55,71 +49,47 @@ class AuditFinding(MessageEnvelope):
     suggested_action: str | None = None
 
 
-class PolicyProposal(MessageEnvelope):
+class PolicyProposal(MessageEnvelope, tag="policy-proposal"):
     """A request to change identity or policy; it never carries the authority to do so."""
 
     source: Literal["S1", "S3", "S4"]
-    kind: Literal["policy-proposal"] = "policy-proposal"
-    channel: Literal["proposal"] = "proposal"
-    destination: Literal["S5"] = "S5"
+    channel: Literal["proposal"]
+    destination: Literal["S5"]
     severity: Severity
     rationale: NonEmptyStr
     # Any JSON value, ``null`` included: the original declares it unknown.
-    requested_change: JsonValue
+    requested_change: Any
     evidence: list[EvidenceRef]
 
-    @model_serializer(mode="wrap")
-    def _keep_null_change(
-        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
-    ) -> dict[str, Any]:
-        # ``exclude_none`` (how every record is written) would drop a ``null`` change, and the
-        # field is required: put it back, in its place.
-        data: dict[str, Any] = handler(self)
-        key = "requestedChange" if info.by_alias else "requested_change"
-        if self.requested_change is not None or key in data:
-            return data
-        if info.exclude is not None and "requested_change" in info.exclude:
-            return data
-        out: dict[str, Any] = {}
-        for name, value in data.items():
-            if name == "evidence":  # the field that follows it
-                out[key] = None
-            out[name] = value
-        out.setdefault(key, None)
-        return out
 
-
-class Constraint(MessageEnvelope):
+class Constraint(MessageEnvelope, tag="constraint"):
     """A downward constraint issued by S5. (The original has no emitter for it.)"""
 
-    source: Literal["S5"] = "S5"
-    kind: Literal["constraint"] = "constraint"
-    channel: Literal["constraint"] = "constraint"
+    source: Literal["S5"]
+    channel: Literal["constraint"]
     destination: Literal["S4", "S3", "S2", "S1"]
     severity: Severity
     rule: NonEmptyStr
     rationale: str | None = None
 
 
-class OperationalSignal(MessageEnvelope):
+class OperationalSignal(MessageEnvelope, tag="operational-signal"):
     """Ordinary feedback from S1 (at close: emergent decisions and deviations of a report)."""
 
-    source: Literal["S1"] = "S1"
-    kind: Literal["operational-signal"] = "operational-signal"
-    channel: Literal["signal"] = "signal"
-    destination: Literal["S3"] = "S3"
+    source: Literal["S1"]
+    channel: Literal["signal"]
+    destination: Literal["S3"]
     severity: Severity
     observation: NonEmptyStr
     evidence: list[EvidenceRef]
 
 
-class CoordinationSignal(MessageEnvelope):
+class CoordinationSignal(MessageEnvelope, tag="coordination-signal"):
     """S2 to S3: units oscillating, colliding or conflicting. S2 detects; S3 decides."""
 
-    source: Literal["S2"] = "S2"
-    kind: Literal["coordination-signal"] = "coordination-signal"
-    channel: Literal["signal"] = "signal"
-    destination: Literal["S3"] = "S3"
+    source: Literal["S2"]
+    channel: Literal["signal"]
+    destination: Literal["S3"]
     severity: Severity
     coordination: CoordinationKind
     observation: NonEmptyStr
@@ -127,12 +97,11 @@ class CoordinationSignal(MessageEnvelope):
     resource: str | None = None
 
 
-class IntelligenceSignal(MessageEnvelope):
+class IntelligenceSignal(MessageEnvelope, tag="intelligence-signal"):
     """Environment-facing intelligence from S4: advice, never a decision."""
 
-    source: Literal["S4"] = "S4"
-    kind: Literal["intelligence-signal"] = "intelligence-signal"
-    channel: Literal["intelligence"] = "intelligence"
+    source: Literal["S4"]
+    channel: Literal["intelligence"]
     destination: Literal["S3", "S5"]
     severity: Severity
     observation: NonEmptyStr
@@ -144,26 +113,24 @@ class IntelligenceSignal(MessageEnvelope):
     affected_units: list[NonEmptyStr] | None = None
 
 
-class AlgedonicSignal(MessageEnvelope):
+class AlgedonicSignal(MessageEnvelope, tag="algedonic-signal"):
     """The exceptional path straight to S5; only blocking or critical."""
 
     source: Literal["S1", "S2", "S3", "S3*", "S4"]
-    kind: Literal["algedonic-signal"] = "algedonic-signal"
-    channel: Literal["algedonic"] = "algedonic"
-    destination: Literal["S5"] = "S5"
+    channel: Literal["algedonic"]
+    destination: Literal["S5"]
     severity: Literal["blocking", "critical"]
     observation: NonEmptyStr
     evidence: list[EvidenceRef]
     requires_human_attention: bool
 
 
-class UncertaintySignal(MessageEnvelope):
+class UncertaintySignal(MessageEnvelope, tag="uncertainty-signal"):
     """A decision S1 could not settle. It has no ``severity``: the router maps ``impact``."""
 
-    source: Literal["S1"] = "S1"
-    kind: Literal["uncertainty-signal"] = "uncertainty-signal"
-    channel: Literal["signal"] = "signal"
-    destination: Literal["S3"] = "S3"
+    source: Literal["S1"]
+    channel: Literal["signal"]
+    destination: Literal["S3"]
     decision: NonEmptyStr
     reason: NonEmptyStr
     alternatives: list[NonEmptyStr]
@@ -173,7 +140,7 @@ class UncertaintySignal(MessageEnvelope):
     evidence: list[EvidenceRef]
 
 
-VsmMessage = Annotated[
+VsmMessage = (
     AuditFinding
     | PolicyProposal
     | Constraint
@@ -181,9 +148,8 @@ VsmMessage = Annotated[
     | CoordinationSignal
     | IntelligenceSignal
     | AlgedonicSignal
-    | UncertaintySignal,
-    Field(discriminator="kind"),
-]
+    | UncertaintySignal
+)
 
 # For ``isinstance`` and for building unions elsewhere, in the original's order.
 MESSAGE_MODELS: tuple[type[MessageEnvelope], ...] = (

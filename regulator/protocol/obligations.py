@@ -8,13 +8,11 @@ state; the fold itself belongs to the ledger.
 
 from __future__ import annotations
 
-import threading
-from abc import ABC, abstractmethod
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
-from pydantic import ConfigDict, Field
+import msgspec
 
-from regulator.protocol.base import Record
+from regulator.protocol.base import Record, TypedRecord
 from regulator.protocol.evidence import NonEmptyStr
 from regulator.protocol.vocab import (
     Concern,
@@ -36,7 +34,7 @@ class _ObligationFields(Record):
     unit: NonEmptyStr | None = None
     concern: Concern
     # Message ids, decision ids, predecessor obligation ids, or ``ask:<uuid>``.
-    sources: Annotated[list[NonEmptyStr], Field(min_length=1)]
+    sources: Annotated[list[NonEmptyStr], msgspec.Meta(min_length=1)]
     # The router's effective severity, never the emitter's claim.
     severity: Severity
     consumer: Consumer
@@ -50,8 +48,7 @@ class Obligation(_ObligationFields):
     """Something the metasystem owes: carried whole by ``obligation-opened``."""
 
 
-class ObligationOpened(Record):
-    type: Literal["obligation-opened"] = "obligation-opened"
+class ObligationOpened(TypedRecord, tag="obligation-opened"):
     id: NonEmptyStr
     at: NonEmptyStr
     # The obligation's ``openedBy``.
@@ -59,8 +56,7 @@ class ObligationOpened(Record):
     obligation: Obligation
 
 
-class ObligationAcknowledged(Record):
-    type: Literal["obligation-acknowledged"] = "obligation-acknowledged"
+class ObligationAcknowledged(TypedRecord, tag="obligation-acknowledged"):
     id: NonEmptyStr
     at: NonEmptyStr
     by: NonEmptyStr
@@ -68,8 +64,7 @@ class ObligationAcknowledged(Record):
     note: NonEmptyStr | None = None
 
 
-class ObligationResolved(Record):
-    type: Literal["obligation-resolved"] = "obligation-resolved"
+class ObligationResolved(TypedRecord, tag="obligation-resolved"):
     id: NonEmptyStr
     at: NonEmptyStr
     by: NonEmptyStr
@@ -78,10 +73,9 @@ class ObligationResolved(Record):
     rationale: NonEmptyStr
 
 
-class ObligationEscalated(Record):
+class ObligationEscalated(TypedRecord, tag="obligation-escalated"):
     """Valid only with a successor: "someone else should look" is not an escalation."""
 
-    type: Literal["obligation-escalated"] = "obligation-escalated"
     id: NonEmptyStr
     at: NonEmptyStr
     by: NonEmptyStr
@@ -90,8 +84,7 @@ class ObligationEscalated(Record):
     rationale: NonEmptyStr
 
 
-class ObligationSuperseded(Record):
-    type: Literal["obligation-superseded"] = "obligation-superseded"
+class ObligationSuperseded(TypedRecord, tag="obligation-superseded"):
     id: NonEmptyStr
     at: NonEmptyStr
     by: NonEmptyStr
@@ -100,10 +93,9 @@ class ObligationSuperseded(Record):
     rationale: NonEmptyStr
 
 
-class MessageNoted(Record):
+class MessageNoted(TypedRecord, tag="message-noted"):
     """A message routed as trace only: cited, deliberately not an obligation."""
 
-    type: Literal["message-noted"] = "message-noted"
     id: NonEmptyStr
     at: NonEmptyStr
     by: NonEmptyStr
@@ -112,10 +104,9 @@ class MessageNoted(Record):
     reason: NonEmptyStr
 
 
-class ObligationDelivered(Record):
+class ObligationDelivered(TypedRecord, tag="obligation-delivered"):
     """The obligation was put in front of its consumer. Not a disposition: status is unchanged."""
 
-    type: Literal["obligation-delivered"] = "obligation-delivered"
     id: NonEmptyStr
     at: NonEmptyStr
     by: NonEmptyStr
@@ -125,16 +116,15 @@ class ObligationDelivered(Record):
     target: NonEmptyStr | None = None
 
 
-ObligationEvent = Annotated[
+ObligationEvent = (
     ObligationOpened
     | ObligationAcknowledged
     | ObligationResolved
     | ObligationEscalated
     | ObligationSuperseded
     | MessageNoted
-    | ObligationDelivered,
-    Field(discriminator="type"),
-]
+    | ObligationDelivered
+)
 
 OBLIGATION_EVENT_MODELS: tuple[type[Record], ...] = (
     ObligationOpened,
@@ -163,134 +153,51 @@ class Delivery(Record):
         return cls(at=event.at, channel=event.channel, reminder=event.reminder, target=event.target)
 
 
-class ObligationState(_ObligationFields):
+_OBLIGATION_FIELDS = Obligation.__struct_fields__
+
+
+class ObligationState(_ObligationFields, frozen=False, omit_defaults=False):  # type: ignore[misc]
     """An obligation folded from its events: the obligation's fields plus what happened to it.
 
-    Not frozen: the fold updates it in place as events arrive, one at a time.
+    Not frozen: the fold updates it in place as events arrive, one at a time. Not a line of
+    any log (the commands print it): every field is written, the empty lists too, but for
+    the optional ones left at ``None``.
     """
 
-    model_config = ConfigDict(frozen=False)
-
     status: ObligationStatus = "open"
-    acknowledged_by: list[str] = Field(default_factory=list)
-    deliveries: list[Delivery] = Field(default_factory=list)
+    acknowledged_by: list[str] = msgspec.field(default_factory=list)
+    deliveries: list[Delivery] = msgspec.field(default_factory=list)
     disposition: Disposition | None = None
     rationale: str | None = None
     successor: str | None = None
     closed_at: str | None = None
     closed_by: str | None = None
     # Every event of this obligation, in log order, the opening first.
-    history: list[ObligationEvent] = Field(default_factory=list)
+    history: list[ObligationEvent] = msgspec.field(default_factory=list)
 
     @classmethod
     def from_opened(cls, event: ObligationOpened) -> ObligationState:
         """The state right after ``event``: open, unacknowledged, undelivered."""
-        fields = {name: getattr(event.obligation, name) for name in Obligation.model_fields}
-        # The obligation was validated when the event was; don't pay for it twice.
-        return cls.model_construct(
-            **fields, status="open", acknowledged_by=[], deliveries=[], history=[event]
+        ob = event.obligation
+        return cls(
+            id=ob.id,
+            subject=ob.subject,
+            unit=ob.unit,
+            concern=ob.concern,
+            sources=ob.sources,
+            severity=ob.severity,
+            consumer=ob.consumer,
+            blocks=ob.blocks,
+            question=ob.question,
+            opened_at=ob.opened_at,
+            opened_by=ob.opened_by,
+            history=[event],
         )
 
     def as_obligation(self) -> Obligation:
         """The obligation as it was opened, without the folded fields."""
-        fields = {name: getattr(self, name) for name in Obligation.model_fields}
-        return Obligation.model_construct(**fields)
+        return Obligation(**{name: getattr(self, name) for name in _OBLIGATION_FIELDS})
 
-    # -- a history built when first read ----------------------------------------------------
-    #
-    # A fold restored from its snapshot knows each obligation's folded fields at once, but
-    # builds its history and deliveries (most of what a large log holds) only when something
-    # reads them: ``__dict__`` holds one ``Unbuilt`` for both until then. Reading either field
-    # builds both (the properties below); so does everything pydantic does from ``__dict__``
-    # directly (dumps, comparison, copies, pickling, repr), through ``settle``.
-
-    def settle(self) -> None:
-        """Build the history and deliveries now, if they were not built yet."""
-        if type(self.__dict__["history"]) is not list:
-            _build(self)
-
-    def model_dump(self, **kwargs: Any) -> dict[str, Any]:
-        self.settle()
-        return super().model_dump(**kwargs)
-
-    def model_dump_json(self, **kwargs: Any) -> str:
-        self.settle()
-        return super().model_dump_json(**kwargs)
-
-    def __eq__(self, other: object) -> bool:
-        self.settle()
-        if isinstance(other, ObligationState):
-            other.settle()
-        return super().__eq__(other)
-
-    __hash__ = None  # type: ignore[assignment]  # its fields hold lists: never hashable
-
-    def __copy__(self) -> ObligationState:
-        self.settle()
-        return super().__copy__()
-
-    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> ObligationState:
-        self.settle()
-        return super().__deepcopy__(memo)
-
-    def __getstate__(self) -> dict[Any, Any]:
-        self.settle()
-        return super().__getstate__()
-
-    def __iter__(self) -> Any:
-        self.settle()
-        return super().__iter__()
-
-    def __repr_args__(self) -> Any:
-        self.settle()
-        return super().__repr_args__()
-
-
-class Unbuilt(ABC):
-    """An obligation's history and deliveries, not built yet (see ``ObligationState``)."""
-
-    __slots__ = ()
-
-    @abstractmethod
-    def build(self) -> tuple[list[Any], list[Delivery]]:
-        """The history (the opening first) and the deliveries, in log order."""
-
-
-# Locks for the builds, a state's chosen by its identity: two threads reading one unbuilt
-# state build it once. Not one lock for all: a thread building many states one after another
-# (the room's warm-up) takes a lock again the moment it lets it go, and a thread waiting on
-# the same lock (the UI thread drawing one row's deliveries) waited for all of them.
-_BUILDING = tuple(threading.Lock() for _ in range(64))
-
-
-def _build(state: ObligationState) -> None:
-    with _BUILDING[(id(state) >> 4) % len(_BUILDING)]:
-        d = state.__dict__
-        pending = d["history"]
-        if type(pending) is list:
-            return  # built by another thread meanwhile
-        history, deliveries = pending.build()
-        d["deliveries"] = deliveries
-        d["history"] = history
-
-
-def _built_field(name: str) -> property:
-    def get(self: ObligationState) -> Any:
-        value = self.__dict__[name]
-        if type(value) is not list:
-            _build(self)
-            value = self.__dict__[name]
-        return value
-
-    def set_(self: ObligationState, value: Any) -> None:
-        # What pydantic does for a plain field; the other field is built first, so that a
-        # history set by hand is never overwritten by a build that was still to come.
-        self.settle()
-        self.__dict__[name] = value
-        self.__pydantic_fields_set__.add(name)
-
-    return property(get, set_, doc=f"The state's {name}, built on first read.")
-
-
-ObligationState.history = _built_field("history")  # type: ignore[assignment]
-ObligationState.deliveries = _built_field("deliveries")  # type: ignore[assignment]
+    def to_json_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = msgspec.to_builtins(self)
+        return {key: value for key, value in data.items() if value is not None}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+import msgspec
 
 from regulator.protocol.base import Record
 from regulator.protocol.evidence import NonEmptyStr
@@ -46,12 +46,12 @@ class Presence(Record):
     host: NonEmptyStr
     # Never 0 or negative: a reader probes this pid with a signal 0, and kill(0) or kill(-1)
     # would reach a whole process group.
-    pid: Annotated[int, Field(ge=1)]
+    pid: Annotated[int, msgspec.Meta(ge=1)]
     since: NonEmptyStr
     heartbeat_at: NonEmptyStr
     # When that process started (Linux: clock ticks after boot, field 22 of /proc/<pid>/stat),
     # so a later process given the same pid is not taken for the room. Absent where unknown.
-    process_start: Annotated[int, Field(ge=0)] | None = None
+    process_start: Annotated[int, msgspec.Meta(ge=0)] | None = None
 
 
 class ServeLiveness(Record):
@@ -63,10 +63,10 @@ class ServeLiveness(Record):
     """
 
     host: NonEmptyStr
-    pid: Annotated[int, Field(ge=1)]
+    pid: Annotated[int, msgspec.Meta(ge=1)]
     since: NonEmptyStr
     heartbeat_at: NonEmptyStr
-    process_start: Annotated[int, Field(ge=0)] | None = None
+    process_start: Annotated[int, msgspec.Meta(ge=0)] | None = None
     # The base of the answer pages' links (``--public-url``, else the address served); None:
     # no ``--http``, so a message carries no link and nobody is reachable through this server.
     answer_url: NonEmptyStr | None = None

@@ -17,8 +17,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import regex
 from pydantic import Field, StrictBool, field_validator, model_validator
 
-from regulator.protocol.base import Record
 from regulator.protocol.credentials import literal_secret, literal_secret_in_command
+from regulator.protocol.schema import Schema
 from regulator.protocol.vocab import (
     Consumer,
     FailureCause,
@@ -32,7 +32,7 @@ PositiveInt = Annotated[int, Field(ge=1, strict=True)]
 ModelId = Annotated[str, Field(pattern=r"^[a-z0-9-]+/[^/\s]+$")]
 
 
-class PolicyHeader(Record):
+class PolicyHeader(Schema):
     name: PolicyName
     version: PositiveInt
     description: str
@@ -41,20 +41,20 @@ class PolicyHeader(Record):
 # --- routing -------------------------------------------------------------------------------
 
 
-class RoutingRule(Record):
+class RoutingRule(Schema):
     kind: MessageKind
     min_severity: Severity
     consumer: Consumer
 
 
-class ImpactSeverity(Record):
+class ImpactSeverity(Schema):
     low: Severity
     medium: Severity
     high: Severity
     critical: Severity
 
 
-class RecoveryConsumers(Record):
+class RecoveryConsumers(Schema):
     remediate: Consumer
     replan: Consumer
     clarify: Consumer
@@ -62,7 +62,7 @@ class RecoveryConsumers(Record):
     escalate: Consumer
 
 
-class Floor(Record):
+class Floor(Schema):
     pattern: str
     severity: Severity
     reason: str
@@ -96,7 +96,7 @@ class RoutingPolicy(PolicyHeader):
 # --- interaction ---------------------------------------------------------------------------
 
 
-class Timeouts(Record):
+class Timeouts(Schema):
     recap: Annotated[int, Field(ge=1000, strict=True)]
     choice: Annotated[int, Field(ge=1000, strict=True)]
     clarification: Annotated[int, Field(ge=1000, strict=True)]
@@ -108,7 +108,7 @@ class Timeouts(Record):
         return value
 
 
-class SessionAttention(Record):
+class SessionAttention(Schema):
     """Ours: what a session unit (an agent a person runs by hand) may ask, over its whole run.
 
     A session is one attempt that lasts as long as the person works, a day perhaps, so a cap
@@ -123,7 +123,7 @@ class SessionAttention(Record):
 DEFAULT_SESSION_ATTENTION = SessionAttention(blocking_per_hour=4)
 
 
-class Attention(Record):
+class Attention(Schema):
     blocking_per_attempt: Annotated[int, Field(ge=0, strict=True)]
     # Ours: the budget of a session unit, which has no attempts to count by.
     session: SessionAttention | None = None
@@ -143,7 +143,7 @@ _USE_A_REFERENCE = (
 )
 
 
-class QuietHours(Record):
+class QuietHours(Schema):
     """A daily window when a channel is not used (it is used again when the window ends)."""
 
     start: str
@@ -171,7 +171,7 @@ class QuietHours(Record):
         return value
 
 
-class Channel(Record):
+class Channel(Schema):
     """Ours: one place a person is reached, for which obligations, and when not.
 
     The original's closed schema refuses ``channels``; see docs/reaching-people.md. Secrets
@@ -238,7 +238,7 @@ class Channel(Record):
         return self
 
 
-class Person(Record):
+class Person(Schema):
     name: Annotated[str, Field(min_length=1)]
     resolve_up_to: Severity
     # Strict: "true" or 1 is not a grant of authority.
@@ -282,7 +282,7 @@ class InteractionPolicy(PolicyHeader):
 # --- recovery ------------------------------------------------------------------------------
 
 
-class RecoveryRule(Record):
+class RecoveryRule(Schema):
     cause: FailureCause
     actions: Annotated[list[RecoveryAction], Field(min_length=1)]
 
@@ -305,7 +305,7 @@ class RecoveryPolicy(PolicyHeader):
 # --- budget and models ---------------------------------------------------------------------
 
 
-class Ceiling(Record):
+class Ceiling(Schema):
     tokens: PositiveInt
     cost: Annotated[float, Field(ge=0)] | None = None
     wall_clock_ms: PositiveInt
@@ -313,7 +313,7 @@ class Ceiling(Record):
     attempts: PositiveInt
 
 
-class PartialCeiling(Record):
+class PartialCeiling(Schema):
     tokens: PositiveInt | None = None
     cost: Annotated[float, Field(ge=0)] | None = None
     wall_clock_ms: PositiveInt | None = None
@@ -321,22 +321,22 @@ class PartialCeiling(Record):
     attempts: PositiveInt | None = None
 
 
-class Budgets(Record):
+class Budgets(Schema):
     default: Ceiling
     by_unit_type: dict[str, PartialCeiling] | None = None
 
 
-class Route(Record):
+class Route(Schema):
     primary: ModelId
     fallback: list[ModelId]
 
 
-class Models(Record):
+class Models(Schema):
     default: Route
     by_unit_type: dict[str, Route] | None = None
 
 
-class Coordination(Record):
+class Coordination(Schema):
     oscillation_threshold: Annotated[int, Field(ge=2, strict=True)]
 
 

@@ -79,7 +79,7 @@ def ask_in(
         question=question,
         opened_by=raised_by,
     )
-    request = InteractionRequest.model_validate(
+    request = InteractionRequest.from_json_dict(
         {
             "id": str(uuid.uuid4()),
             "kind": kind,

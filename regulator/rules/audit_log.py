@@ -145,6 +145,9 @@ def audit_finding_for_verdict(
     return AuditFinding(
         id=verdict.id,
         timestamp=now_iso(clock),
+        source="S3*",
+        channel="audit",
+        destination="S3",
         subject=f"unit {verdict.unit_id}: closeout refused ({verdict.verdict})",
         unit=verdict.unit_id,
         severity="blocking" if failed else "advisory",

@@ -317,9 +317,7 @@ class BudgetGuard:
         return dimension
 
     def _replace(self, **changes: object) -> None:
-        self._ledger = self._ledger.model_copy(
-            update={**changes, "updated_at": now_iso(self.clock)}
-        )
+        self._ledger = self._ledger.replace(**{**changes, "updated_at": now_iso(self.clock)})
         self._write()
 
     def _write(self) -> None:

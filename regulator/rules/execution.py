@@ -120,7 +120,7 @@ class ExecutionStore:
         return self.layout.label(path)
 
     def _valid(self, record: R) -> R:
-        # Records built with model_copy or model_construct skip validation: check what is about
+        # Records built with ``replace`` skip validation: check what is about
         # to be written against the schema, so that every file re-reads.
         return validate_record(type(record), record.to_json_dict())
 
@@ -258,8 +258,8 @@ class ExecutionStore:
             if unit.status == "aborted" and status != "aborted":
                 raise ExecutionError(f'unit "{unit_id}" is aborted; an aborted unit stays aborted')
             return self._write_unit(
-                unit.model_copy(
-                    update={"status": status, "reason": reason, "updated_at": now_iso(self.clock)}
+                unit.replace(
+                    **{"status": status, "reason": reason, "updated_at": now_iso(self.clock)}
                 )
             )
 
@@ -306,8 +306,8 @@ class ExecutionStore:
                 self.layout.contract(unit_id, contract.version), record_to_pretty_json(contract)
             )
             return self._write_unit(
-                unit.model_copy(
-                    update={
+                unit.replace(
+                    **{
                         "contract": ContractRef(id=contract.id, version=contract.version),
                         "workload": contract.workload,
                         "updated_at": now_iso(self.clock),
@@ -350,9 +350,7 @@ class ExecutionStore:
             )
             self._append(path, record)
             self._write_unit(
-                unit.model_copy(
-                    update={"attempts": record.attempt, "updated_at": now_iso(self.clock)}
-                )
+                unit.replace(**{"attempts": record.attempt, "updated_at": now_iso(self.clock)})
             )
         return record
 
@@ -729,6 +727,9 @@ def report_signals(
             OperationalSignal(
                 id=str(uuid.uuid4()),
                 timestamp=at,
+                source="S1",
+                channel="signal",
+                destination="S3",
                 subject=f"{head}: emergent decision — {emergent.subject}",
                 unit=unit,
                 severity=_CONSEQUENCE_SEVERITY[emergent.consequence_if_wrong],
@@ -745,6 +746,9 @@ def report_signals(
             OperationalSignal(
                 id=str(uuid.uuid4()),
                 timestamp=at,
+                source="S1",
+                channel="signal",
+                destination="S3",
                 subject=f"{head}: {deviation.kind} deviation{ref}",
                 unit=unit,
                 severity="blocking",
@@ -757,6 +761,9 @@ def report_signals(
             UncertaintySignal(
                 id=str(uuid.uuid4()),
                 timestamp=at,
+                source="S1",
+                channel="signal",
+                destination="S3",
                 subject=f"{head}: residual uncertainty — {doubt.subject}",
                 unit=unit,
                 decision="left as reported",

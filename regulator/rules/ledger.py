@@ -109,7 +109,7 @@ def write_provenance(layout: Layout, event_ids: list[str], actor: Actor, clock: 
     at = now_iso(clock)
     lines = [
         json_line(
-            Provenance.model_validate(
+            Provenance.from_json_dict(
                 {
                     "eventId": event_id,
                     "via": actor.via,
@@ -180,7 +180,7 @@ class Transaction:
         opened_by: str = "S3",
     ) -> ObligationState:
         at = self.now
-        obligation = Obligation.model_validate(
+        obligation = Obligation.from_json_dict(
             {
                 "id": new_id(),
                 "subject": subject,
@@ -213,7 +213,7 @@ class Transaction:
     def resolve(self, ref: str, by: str, disposition: str, rationale: str) -> ObligationState:
         state = self.get_open(ref)
         self._add(
-            ObligationResolved.model_validate(
+            ObligationResolved.from_json_dict(
                 {
                     "id": new_id(),
                     "at": self.now,
@@ -306,7 +306,7 @@ class Transaction:
     ) -> ObligationState:
         state = self.get_open(ref)
         self._add(
-            ObligationDelivered.model_validate(
+            ObligationDelivered.from_json_dict(
                 {
                     "id": new_id(),
                     "at": self.now,
@@ -333,7 +333,7 @@ class Transaction:
         answer: str | None = None,
     ) -> None:
         self._add(
-            InteractionAnswered.model_validate(
+            InteractionAnswered.from_json_dict(
                 {
                     "id": new_id(),
                     "at": self.now,

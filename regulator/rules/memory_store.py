@@ -229,7 +229,7 @@ class MemoryStore:
                 "identity is proposed, not remembered"
             )
         try:
-            entry = MemoryEntry.model_validate(
+            entry = MemoryEntry.from_json_dict(
                 {
                     "id": str(uuid.uuid4()),
                     "subject": subject,

@@ -401,12 +401,14 @@ def escalation_signal(
         id=decision.id,
         timestamp=now_iso(clock),
         source="S3",
+        channel="algedonic",
+        destination="S5",
         subject=f"unit {unit_id}: recovery policy exhausted",
         unit=unit_id,
         severity="blocking",
         observation=observation,
         evidence=[
-            EvidenceRef.model_validate(
+            EvidenceRef.from_json_dict(
                 {"class": "file", "ref": f".regulator/units/{unit_id}/decisions.ndjson"}
             )
         ],
@@ -515,7 +517,7 @@ def ask_clarification_in(
         if interaction_policy is not None
         else 0
     )
-    request = InteractionRequest.model_validate(
+    request = InteractionRequest.from_json_dict(
         {
             "id": str(uuid.uuid4()),
             "kind": "clarification",

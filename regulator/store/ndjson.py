@@ -462,13 +462,63 @@ class TailReader(Generic[T]):
         self._next_line = number
 
 
+#: Records a line its parser refused: the line's number, its bytes, the error.
+BadLine = Callable[[int, bytes, Exception], None]
+#: Parses and keeps a chunk's complete lines (the first is line ``number``) itself, calling
+#: ``bad`` for each it refuses; returns the next line's number.
+TakeLines = Callable[[list[bytes], int, BadLine], int]
+
+
+class ChunkReader(TailReader[Any]):
+    """A tail reader that hands each chunk's lines to ``take`` instead of parsing them one
+    call each into a batch: for a reader that folds a million lines as it reads them, where a
+    call per line and another per item would cost more than the fold. ``on_restart`` is told
+    before a log that was truncated or replaced is read again from its start. The batches a
+    refresh returns hold only problems."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        label: str,
+        take: TakeLines,
+        on_restart: Callable[[], None],
+        chunk_size: int = CHUNK_SIZE,
+    ) -> None:
+        super().__init__(path, lambda line: line, label=label, chunk_size=chunk_size)
+        self._take = take
+        self._on_restart = on_restart
+        self._batch: TailBatch[Any] | None = None
+
+    def _parse_lines(self, lines: list[bytes], batch: TailBatch[Any]) -> None:
+        self._batch = batch
+        try:
+            self._next_line = self._take(lines, self._next_line, self._bad)
+        finally:
+            self._batch = None
+
+    def _bad(self, number: int, line: bytes, error: Exception) -> None:
+        # What ``TailReader`` does with a line its ``parse`` refused.
+        problem = Problem(self.label, number, describe_line_error(line, error))
+        self.problems.append(problem)
+        if self._batch is not None:
+            self._batch.problems.append(problem)
+
+    def _restart(self, batch: TailBatch[Any], message: str) -> None:
+        super()._restart(batch, message)
+        self._on_restart()
+
+
 __all__ = [
     "CHUNK_SIZE",
     "RESTART_MESSAGE",
+    "BadLine",
+    "ChunkReader",
     "LogAppender",
     "Problem",
     "TailBatch",
     "TailReader",
+    "TakeLines",
     "append_lines",
     "append_records",
     "describe_line_error",

@@ -14,8 +14,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+import msgspec
 import orjson
 
+from regulator.protocol.base import Record
 from regulator.protocol.clock import now_iso
 from regulator.protocol.credentials import is_secret_name
 from regulator.protocol.execution import (
@@ -26,14 +28,11 @@ from regulator.protocol.execution import (
     UnitRecord,
     WorkContract,
 )
-from regulator.protocol.fast_dump import OPAQUE, dumper_for
-from regulator.protocol.fast_dump import dump as _dump  # any record type
 from regulator.protocol.interaction import InteractionRequest
 from regulator.protocol.manifest import InstanceManifest
 from regulator.protocol.obligations import ObligationState
 from regulator.protocol.text import inert_json_bytes, visible
-from regulator.rules.regulatory_log import InteractionState, RegulatoryLog
-from regulator.rules.regulatory_log import _answer_json as _answer_json
+from regulator.rules.regulatory_log import InteractionState, RegulatoryLog, answer_json
 from regulator.store import Layout, StoreError, list_dir
 from regulator.store.collector import collector_paused
 from regulator.store.logs import LogSpec, model_parser, read_log, read_record
@@ -427,8 +426,7 @@ def write_status_json(
         finally:
             instance.update({key: [] for key in marks})
         lists: list[tuple[int, int, list[Any], _ToJson]] = [
-            # Any record is dumped right by it: another type falls back to pydantic's dump.
-            (*_span(encoded, marks["obligations"]), status.obligations, _obligation_dump()),
+            (*_span(encoded, marks["obligations"]), status.obligations, record_json),
             (*_span(encoded, marks["interactions"]), status.interactions, _interaction_json),
         ]
         at = 0
@@ -445,21 +443,48 @@ def _span(encoded: bytes, mark: str) -> tuple[int, int]:
     return start, start + len(quoted)
 
 
-# What a record dump gives: its JSON shape, its strings appended to the list (``fast_dump``).
+# What a record dump gives: its JSON shape, its strings appended to the list.
 _ToJson = Callable[[Any, list[Any]], dict[str, Any]]
 
+#: In a record's strings: a value of no declared shape (a JSON value), which only a walk of
+#: the record's JSON can tell about.
+OPAQUE = object()
 
-def _obligation_dump() -> _ToJson:
-    return dumper_for(ObligationState).dump
+
+def record_json(record: Record, strings: list[Any]) -> dict[str, Any]:
+    """``record.to_json_dict()``, and every string it holds appended to ``strings``."""
+    _strings_of(record, strings)
+    return record.to_json_dict()
+
+
+def _strings_of(record: Any, strings: list[Any]) -> None:
+    # ``astuple`` gives the fields' values at C speed; only strings, lists and records are
+    # looked into (a record's fields hold nothing else, bar a JSON value: OPAQUE).
+    for value in msgspec.structs.astuple(record):
+        kind = type(value)
+        if kind is str:
+            strings.append(value)
+        elif kind is list:
+            for item in value:
+                if type(item) is str:
+                    strings.append(item)
+                elif isinstance(item, msgspec.Struct):
+                    _strings_of(item, strings)
+                else:
+                    strings.append(OPAQUE)
+        elif isinstance(value, msgspec.Struct):
+            _strings_of(value, strings)
+        elif value is not None and kind is not bool and kind is not int and kind is not float:
+            strings.append(OPAQUE)
 
 
 def _interaction_json(interaction: InteractionState, strings: list[Any]) -> dict[str, Any]:
-    answers = [_answer_json(a) for a in interaction.answers]
+    answers = [answer_json(a) for a in interaction.answers]
     for answer in answers:
         strings += answer.values()
         if not _ANSWER_KEYS.issuperset(answer):
             strings.append(OPAQUE)  # a key not looked at: walk the record
-    return {"request": _dump(interaction.request, strings), "answers": answers}
+    return {"request": record_json(interaction.request, strings), "answers": answers}
 
 
 _ANSWER_KEYS = frozenset({"at", "by", "outcome", "channel", "answer"})
@@ -490,7 +515,7 @@ def _write_records(
     """``items`` as the JSON list at depth 2 of the view (or as the whole document, ``top``),
     redacted as ``scrubber.walk`` would.
 
-    A batch's dicts are made with ``fast_dump``, which lists the strings it put in them; the
+    A batch's dicts are made with ``record_json``, which lists the strings it put in them; the
     redactor looks at the batch's distinct strings all at once (``Redactor.suspects``), and only
     a record holding a string it changes, or strings that could not be listed, is walked. Every
     key and ``Literal`` word of a record type is looked at once per type.
@@ -556,15 +581,45 @@ def _static_untouched(kind: type[Any], scrubber: _Scrubber) -> bool:
     found = scrubber.static.get(kind)
     if found is None:
         if kind is InteractionState:
-            dumper = dumper_for(InteractionRequest)
-            words = dumper.static | {"request", "answers"} | _ANSWER_KEYS
+            words: set[str] | None = (
+                (_words(InteractionRequest) or set()) | {"request", "answers"} | _ANSWER_KEYS
+            )
         else:
-            dumper = dumper_for(kind)
-            words = dumper.static
-        found = scrubber.static[kind] = dumper.refused is None and all(
+            words = _words(kind)
+        found = scrubber.static[kind] = words is not None and all(
             scrubber.text(w) == w and not is_secret_name(w) for w in words
         )
     return found
+
+
+def _words(kind: type[Any]) -> set[str] | None:
+    """Every key and every closed-vocabulary word a record of ``kind`` can hold (its nested
+    records' too); ``None`` if it is no record."""
+    from msgspec import inspect
+
+    if not (isinstance(kind, type) and issubclass(kind, msgspec.Struct)):
+        return None
+    words: set[str] = set()
+    seen: set[type[Any]] = set()
+    pending: list[Any] = [inspect.type_info(kind)]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, inspect.StructType):
+            if node.cls in seen:
+                continue
+            seen.add(node.cls)
+            if node.tag_field is not None:
+                words |= {node.tag_field, str(node.tag)}
+            for field_info in node.fields:
+                words.add(field_info.encode_name)
+                pending.append(field_info.type)
+        elif isinstance(node, inspect.LiteralType):
+            words |= {str(v) for v in node.values}
+        elif isinstance(node, inspect.UnionType):
+            pending.extend(node.types)
+        elif isinstance(node, inspect.ListType):
+            pending.append(node.item_type)
+    return words
 
 
 _INDENT = orjson.OPT_INDENT_2

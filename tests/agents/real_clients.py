@@ -305,8 +305,8 @@ class Workspace:
 
     # --- the agents ---
 
-    def claude(self, claude: Client, script: Sequence[Turn], prompt: str = "go") -> Run:
-        """``claude -p PROMPT`` started in the repository, its model playing ``script``."""
+    def claude(self, claude: Client, script: Sequence[Turn], prompt: str = "go", *args: str) -> Run:
+        """``claude -p PROMPT [ARGS]`` started in the repository, its model playing ``script``."""
         server = ModelServer(script)
         env = {
             **self.env(),
@@ -315,7 +315,7 @@ class Workspace:
             "DISABLE_TELEMETRY": "1",
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         }
-        argv = [str(claude.path), "-p", prompt, "--output-format", "json"]
+        argv = [str(claude.path), "-p", prompt, "--output-format", "json", *args]
         return self._start(argv, env, server)
 
     def codex(self, codex: Client, script: Sequence[Turn], prompt: str = "go") -> Run:
