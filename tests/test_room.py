@@ -120,7 +120,8 @@ async def test_a_choice_offers_only_its_options_and_records_the_pick(demo: Path)
         options = dialog.query_one("#options", OptionList)
         shown = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
         assert shown == ["1. sqlite file", "2. JSON lines file", "3. no persistence"]
-        assert not dialog.query(Input)  # nothing to type: only the options can be answered
+        # Only a note may be typed: the answer itself is one of the options.
+        assert [field.id for field in dialog.query(Input)] == ["note"]
         await pilot.press("down", "down", "enter")  # nothing is highlighted at first
         await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
     after = state(demo, o.id)
