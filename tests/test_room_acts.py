@@ -254,3 +254,26 @@ async def test_a_choice_carries_a_note_with_the_option_picked(tmp_path: Path) ->
     after = state(root, o.id)
     assert after.disposition == "fixed"
     assert "JSON lines file" in (after.rationale or "") and "until 2027" in (after.rationale or "")
+
+
+async def test_a_closed_obligation_loses_its_new_mark(tmp_path: Path) -> None:
+    from tui.keys import RowKey
+
+    from .room_fixture import build_fixture
+    from .test_room import question
+
+    root = build_fixture(tmp_path / "calc")
+    app = room(root)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settled(pilot)
+        model = app.models[0]
+        (o,) = [x for x in model.open_obligations() if question("consent")(x)]
+        key = RowKey(0, o.id)
+        app.new.add(key)  # as if it had arrived while the room was open
+        table = app.main.inbox_table  # type: ignore[union-attr]
+        assert "● new" in str(table.render_row(key)[5])
+        with Ledger(Layout(root)).transaction() as txn:
+            txn.resolve(o.id, "alice", "rejected", "not now")
+        app.request_fold(0, None)
+        await wait_for(pilot, lambda: key not in app.new)
+        assert "● new" not in str(table.render_row(key)[5])
