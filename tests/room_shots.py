@@ -149,11 +149,66 @@ def _recovery(which: str) -> Setup:
     return setup
 
 
+async def _inspector_acting(pilot: Any) -> None:
+    """The inspector on the unit the recovery policy escalated: its first line names the key,
+    and the key opens the resolve dialog over it."""
+    await settled(pilot)
+    pilot.app.open_unit(0, "flaky-import")
+    await settled(pilot)
+    await pilot.press("r")
+    await pilot.pause()
+    for widget in pilot.app.screen.query("Input"):
+        widget.cursor_blink = False
+    await pilot.pause()
+
+
+async def _drive_again(pilot: Any) -> None:
+    """The drive dialog of a scripted unit: the scenario to play, prefilled."""
+    from tui.dialogs import DriveConfirm
+
+    await settled(pilot)
+    pilot.app.open_unit(0, "flaky-import")
+    await settled(pilot)
+    pilot.app.push_screen(
+        DriveConfirm(
+            "flaky-import", 2, "implement", scenario="../scenarios/finish.yaml", check=None
+        )
+    )
+    await pilot.pause()
+    for widget in pilot.app.screen.query("Input"):
+        widget.cursor_blink = False
+    await pilot.pause()
+
+
+async def _notifications(pilot: Any) -> None:
+    # Kept without toasts (``keep``), so that no toast's timing shows in the picture.
+    app = pilot.app
+    await settled(pilot)
+    app.keep("f4d0c2a1 resolved by alice as rework", title="done", severity="information")
+    app.keep(
+        "the drive is refused: obligation 8f7f7776 (human, blocking, audit-finding): the base"
+        " fails its tests after the hotfix commit must be dispositioned before dispatch",
+        title="drive flaky-import",
+        unit="flaky-import",
+    )
+    app.keep(
+        "has used 3 of 3 attempt(s): replan its contract to go on — press R to replan",
+        title="unit flaky-import: next",
+        severity="information",
+        unit="flaky-import",
+    )
+    await pilot.press("n")
+    await pilot.pause()
+
+
 SHOTS: list[Shot] = [
     Shot("instances", _instances),
     Shot("inbox", _inbox),
     Shot("inbox-filtered", _filtered),
     Shot("inspector", _inspector),
+    Shot("inspector-acting", _inspector_acting),
+    Shot("drive-again", _drive_again),
+    Shot("notifications", _notifications),
     Shot("attention", _attention),
     Shot("answer-consent", _dialog("consent", "a", _question("consent"))),
     Shot("answer-choice", _dialog("choice", "a", _question("choice"))),

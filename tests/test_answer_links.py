@@ -483,3 +483,34 @@ def test_nobody_reachable_gives_up_at_once_as_before(tmp_path: Path, phones: Pho
         assert sent and "answerUrl" not in sent[0] and "answer here" not in sent[0]["message"]
     finally:
         serve.stop()
+
+
+@pytest.mark.slow
+def test_claude_codes_hook_waits_for_a_reachable_person_and_takes_the_links_yes_and_note(
+    served: Setup,
+) -> None:
+    # Nobody in the room: without `serve --http` the hook would hand the call to Claude Code's
+    # own prompt at once ("ask"). Alice is reachable on her phone, so the hook asks and waits.
+    recorded = Path(__file__).parent / "agents" / "claude_code" / "pre_tool_use_bash_rm.json"
+    payload = {**json.loads(recorded.read_text()), "cwd": str(served.root)}
+    hook = subprocess.Popen(
+        [sys.executable, "-m", "regulator", "hook", "claude-code"],
+        cwd=served.root,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=clean_env(),
+    )
+    assert hook.stdin is not None
+    hook.stdin.write(json.dumps(payload))
+    hook.stdin.close()
+    hook.stdin = None  # communicate() must not flush it again
+    link = served.link("alice", "rm -rf build")
+    done = answer_on_page(link, "yes", note="build/ is regenerated anyway")
+    assert done.status == 200, done.text
+    code, out, err = finish(hook)
+    assert code == 0, err
+    reply = json.loads(out)["hookSpecificOutput"]
+    assert reply["permissionDecision"] == "allow"
+    assert "build/ is regenerated anyway" in reply["additionalContext"]

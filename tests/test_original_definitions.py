@@ -92,7 +92,7 @@ def test_the_originals_workload_and_policies_placed_as_it_places_them_pass_docto
     ]:
         assert checks[f"policy {kind}"]["detail"].endswith(f"from regulator/policies/{file}")
     everything = json.dumps(checks)
-    assert "the original would refuse" not in everything and "ours:" not in everything
+    assert "would refuse this file" not in everything and "beyond the TypeScript" not in everything
 
     # A write inside the profile's writablePaths (src/) closes, the unrun checks accepted.
     work, scenario = _unit(tmp_path, "u1", [SWAP, {"commit": "swap"}, REPORT])
@@ -155,8 +155,8 @@ def test_doctor_names_a_routing_policy_with_an_empty_description_as_one_the_orig
         doctor.stdout
     )
     assert (
-        "regulator/policies/routing.json: the original would refuse: description: "
-        "must not be empty" in doctor.stdout
+        "regulator/policies/routing.json: the TypeScript regulator would refuse this file: "
+        "description: must not be empty" in doctor.stdout
     )
 
 
@@ -182,22 +182,22 @@ def test_fields_that_are_ours_on_purpose_are_named_as_ours_not_as_refusals(
     interaction = _check(tmp_path, "policy interaction")
     assert (interaction.ok, interaction.notices) == (True, [])
     assert interaction.detail == (
-        "interaction v1 from regulator/policies/interaction.json; ours: attention.session, "
-        "people[1].osUsers, people[1].channels, waitCeilingMs (the original's closed schema "
-        "refuses them)"
+        "interaction v1 from regulator/policies/interaction.json; beyond the TypeScript "
+        "regulator: attention.session, people[1].osUsers, people[1].channels, waitCeilingMs "
+        "(its closed schema refuses them)"
     )
     workload = _check(tmp_path, "workload")
     assert workload.detail.startswith(
         "software-development v1 from regulator/workload/software-development.json; "
         "the original's format; given no `session`, plan, research, verify, integrate, close "
-        "run scripted sessions; ours: unitTypes[2].session (the original's closed schema "
-        "refuses it)"
+        "run scripted sessions; beyond the TypeScript regulator: unitTypes[2].session (its "
+        "closed schema refuses it)"
     )
     assert not any("would refuse" in n for n in workload.notices)
     agents = _check(tmp_path, "agents")
     assert agents.detail == (
-        "agent-effects v1 from regulator/agents.yaml; ours: the original has no hooks and no "
-        "agents.yaml"
+        "agent-effects v1 from regulator/agents.yaml; beyond the TypeScript regulator: "
+        "it has no hooks and no agents.yaml"
     )
 
 
@@ -211,13 +211,13 @@ def test_our_own_workload_and_yaml_policies_in_a_definition_are_named_as_ours(
     budget = _check(tmp_path, "policy budget")
     assert (budget.notices, budget.detail) == (
         [],
-        "default v1 from regulator/policies/budget.yaml; ours: the file name (the original "
-        "reads policies/default.json only)",
+        "default v1 from regulator/policies/budget.yaml; beyond the TypeScript regulator: "
+        "the file name (it reads policies/default.json only)",
     )
     workload = _check(tmp_path, "workload")
     assert workload.detail == (
-        "software-development v1 from regulator/workload.yaml; ours: this project's workload "
-        "format (the original reads workload/<name>.json only)"
+        "software-development v1 from regulator/workload.yaml; beyond the TypeScript "
+        "regulator: this project's workload format (it reads workload/<name>.json only)"
     )
     # The shipped files are this project's own: nothing is said about them.
     assert _check(tmp_path, "policy routing").detail.endswith("routing.yaml (shipped)")

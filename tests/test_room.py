@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widgets import OptionList
 
 from regulator.rules.ledger import Ledger
 from regulator.store import Layout
@@ -119,7 +120,8 @@ async def test_a_choice_offers_only_its_options_and_records_the_pick(demo: Path)
         options = dialog.query_one("#options", OptionList)
         shown = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
         assert shown == ["1. sqlite file", "2. JSON lines file", "3. no persistence"]
-        assert not dialog.query(Input)  # nothing to type: only the options can be answered
+        # Only a note may be typed: the answer itself is one of the options.
+        assert [field.id for field in dialog.query(Input)] == ["note"]
         await pilot.press("down", "down", "enter")  # nothing is highlighted at first
         await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
     after = state(demo, o.id)
@@ -222,21 +224,24 @@ async def test_acknowledge_records_the_note_and_the_veto_stands(demo: Path) -> N
     assert after.history[-1].note == "on it"
 
 
-async def test_escalate_shows_the_successor(demo: Path) -> None:
+async def test_escalate_closes_and_says_the_successor(demo: Path) -> None:
     app = app_for(demo)
     async with app.run_test(size=(160, 48)) as pilot:
         o = await select(app, pilot, lambda o: o.concern == "recovery-decision")
         await pilot.press("e")
         dialog = app.screen
         assert isinstance(dialog, EscalateDialog)
+        # Each consumer is a role, with the people who may decide it there.
+        options = dialog.query_one("#consumers", OptionList)
+        s5 = str(options.get_option_at_index(dialog.consumers.index("S5")).prompt)
+        assert "identity and policy" in s5 and "may decide: alice" in s5 and "bob" not in s5
         await pilot.click("#rationale")
         await pilot.press(*"needs S5", "enter")
-        await pilot.pause()
-        shown = str(dialog.query_one("#successor").render())
-        assert "successor" in shown and "is now what is owed" in shown
-        assert isinstance(app.screen, EscalateDialog)  # stays until closed, showing the id
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))  # closed on success
+        (said,) = [n.message for n in app.notices if n.title == "done"]  # kept in the log
+        assert "successor" in said and "is now what is owed" in said
     after = state(demo, o.id)
-    assert after.status == "escalated" and after.successor[:8] in shown
+    assert after.status == "escalated" and after.successor[:8] in said
 
 
 # --- finding things ---------------------------------------------------------------------------

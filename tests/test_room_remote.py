@@ -206,3 +206,29 @@ async def test_a_killed_stream_shows_disconnected_then_reconnects_from_its_curso
     calls = (tmp_path / "ssh-calls").read_text().splitlines()
     streams = [c for c in calls if " stream " in c]
     assert "--since 0 " in streams[0] and f"--since {cursor} " in streams[1]
+
+
+async def test_a_remote_that_cannot_be_reached_says_so_in_its_row_and_quitting_asks_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An ssh that cannot connect, as `room ssh://localhost/…` without sshd: its words.
+    script = tmp_path / "no-sshd"
+    script.write_text(
+        "#!/bin/sh\necho 'ssh: connect to host localhost port 22: Connection refused' >&2\n"
+        "exit 255\n"
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("REGULATOR_SSH", str(script))
+    app = remote_app(tmp_path / "repo")
+    async with app.run_test(size=(160, 48)) as pilot:
+        model = app.models[0]
+        assert isinstance(model, RemoteInstanceModel)
+        await wait_for(pilot, lambda: model.connection.startswith("disconnected"), 20)
+        assert not model.loaded
+        await wait_for(pilot, lambda: app.main is not None, 20)
+        table = app.screen.query_one("#instance-table")
+        await pilot.pause(0.2)
+        row = " ".join(str(t) for t in table.render_row(0))  # type: ignore[attr-defined]
+        assert "not reached" in row and "Connection refused" in row and "reading" not in row
+        # Nothing there was ever read: no session there can be waiting on this room.
+        assert app.waiting_on_a_person() == []

@@ -43,7 +43,7 @@ from regulator.protocol.vocab import SEVERITY_ORDER, TERMINAL_STATUSES
 from .bindings import APP, HELP, INSPECTOR, MAIN, all_ids
 from .keymap import keymap_path, load_keymap
 from .keys import RowKey
-from .messages import Folded, InstanceChanged
+from .messages import Folded, InstanceChanged, Notice
 from .widgets.footer import RoomFooter
 from .widgets.topbar import TopBar
 
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from regulator.protocol.obligations import ObligationState
     from regulator.rules.ledger import Actor
 
-    from .dialogs import Done, ObligationDialog
+    from .dialogs import ActDialog, Done
     from .model import Changes, InstanceModel
     from .screens.main import MainScreen
     from .widgets.rowtable import RowTable
@@ -152,6 +152,7 @@ class RoomApp(App[None]):
         presence: bool = True,
         definition: Path | None = None,
         keymap: Path | None = None,
+        scenario: str | None = None,
     ) -> None:
         super().__init__()
         if clock is None:
@@ -207,6 +208,14 @@ class RoomApp(App[None]):
         self._bindings_state: tuple[bool | None, ...] = ()
         # The loop a replan or remediation acts through and drives with (tests script it).
         self.loop_for: Callable[[InstanceModel], Loop] = _default_loop
+        # Every notification given, for the log a key away (``n``): a toast goes, this stays.
+        self.notices: list[Notice] = []
+        # The scenario file last used to drive a scripted unit, per instance (the drive dialog
+        # is prefilled with it; at first with ``scenario``: the demo's).
+        self.scenario_default = scenario
+        self.scenarios: dict[int, str] = {}
+        # Instances whose next fold follows an act on a unit: its next step is then said.
+        self._after_act: dict[int, str] = {}
 
     @property
     def models(self) -> list[InstanceModel]:
@@ -550,6 +559,12 @@ class RoomApp(App[None]):
             self.notify(message.error, title=f"reading {model.name}", severity="error")
         self.last_refresh = self.clock()
         changed = changes.full or changes.obligations or changes.units
+        if changes.obligations or changes.full:
+            # A closed obligation is new no more (its row, and ``is:new``, agree).
+            for key in [k for k in self.new if k.instance == index]:
+                closed = model.log.obligations.get(key.oid)
+                if closed is None or closed.status in TERMINAL_STATUSES:
+                    self.new.discard(key)
         if changed:
             for o in changes.new_obligations:
                 self._arrived(index, model, o)
@@ -575,6 +590,8 @@ class RoomApp(App[None]):
                 instance_changed = getattr(screen, "instance_changed", None)
                 if instance_changed is not None:
                     instance_changed(model)
+        if index in self._after_act:
+            self._say_next_step(index)
         if index in self._pending and not self.paused:
             self._start_fold(index)
 
@@ -684,8 +701,9 @@ class RoomApp(App[None]):
         self.refresh_bindings()
 
     def binding_state(self) -> tuple[bool | None, ...]:
-        actions = ("answer", "resolve", "acknowledge", "escalate", "replan", "remediate")
-        return tuple(self.may(a) for a in actions)
+        from .bindings import ACTS
+
+        return tuple(self.may(a) for a in ACTS)
 
     def may(self, action: str) -> bool | None:
         """Footer state for an action on the selected obligation: True, None (greyed) or False."""
@@ -693,6 +711,11 @@ class RoomApp(App[None]):
         if selected is None or self.person is None:
             return None
         model, o = selected
+        if action == "drive":  # the obligation's unit, once nothing holds it (resolved or not)
+            if o.unit is None or model.remote:
+                return None
+            step = model.next_step(o.unit)
+            return True if step is not None and step.act == "drive" else None
         if o.status in TERMINAL_STATUSES:
             return None
         if action == "answer":
@@ -747,7 +770,9 @@ class RoomApp(App[None]):
         lines = [
             Text(f"⏳ {m.name} is still being read: a session there may be waiting")
             for m in self.models
+            # A remote instance never reached holds nothing this room could answer.
             if not m.loaded
+            and not (m.remote and getattr(m, "connection", "") not in ("connected", "connecting…"))
         ]
         waiting = sorted(
             ((m, w) for m in self.models if m.loaded for w in m.sessions_still_running()),
@@ -889,13 +914,16 @@ class RoomApp(App[None]):
                 inbox.rebuild()
         main.inbox_table.move_to(key)
 
-    def open_dialog(self, which: str) -> None:
+    def open_dialog(
+        self, which: str, target: tuple[InstanceModel, ObligationState] | None = None
+    ) -> None:
+        """Answer, resolve, acknowledge or escalate ``target`` (else the inbox's selection)."""
         from .dialogs import AcknowledgeDialog, AnswerDialog, EscalateDialog, ResolveDialog
 
         actor = self._acting()
         if actor is None:
             return
-        selected = self.selected()
+        selected = target if target is not None else self.selected()
         if selected is None:
             self.notify("select an obligation first", severity="warning")
             return
@@ -907,24 +935,151 @@ class RoomApp(App[None]):
             self.notify(
                 f"{o.id[:8]} is {o.concern}, not a question a unit asked: resolve it (r)",
                 severity="warning",
+                unit=o.unit,
             )
             return
-        dialog: ObligationDialog = {
+        dialog: ActDialog = {
             "answer": AnswerDialog,
             "resolve": ResolveDialog,
             "acknowledge": AcknowledgeDialog,
             "escalate": EscalateDialog,
         }[which](model, o, self.person, actor)
-        self.push_screen(dialog, partial(self._dialog_done, model))
+        self.push_screen(dialog, partial(self._dialog_done, model, o.unit))
 
-    def _dialog_done(self, model: InstanceModel, done: Done | None) -> None:
+    def _dialog_done(self, model: InstanceModel, unit_id: str | None, done: Done | None) -> None:
         if done is None:
             return
-        self.notify(done.message, title="done")
-        self.request_fold(self.models.index(model), None)
+        self.notify(done.message, title="done", unit=unit_id)
+        index = self.models.index(model)
+        if unit_id is not None and not model.remote:
+            # Once the act is read back, the unit's next step is said (``on_folded``).
+            self._after_act[index] = unit_id
+        self.request_fold(index, None)
 
-    def open_recovery(self, which: str) -> None:
-        """``R`` / ``m``: act on the recovery decision the selected obligation's unit waits on."""
+    def _say_next_step(self, index: int) -> None:
+        unit_id = self._after_act.pop(index, None)
+        if unit_id is None:
+            return
+        step = self.models[index].next_step(unit_id)
+        if step is None:
+            return
+        key = self.key_for_act(step.act)
+        self.notify(
+            f"{step.text}" + (f" — {key}" if key else ""),
+            title=f"unit {unit_id}: next",
+            unit=unit_id,
+        )
+
+    def key_for_act(self, act: str | None) -> str:
+        """``press R to replan``: the key that takes a next step, as bound now ('' for none)."""
+        words = {
+            "answer": ("main.answer", "answer"),
+            "resolve": ("main.resolve", "resolve"),
+            "replan": ("main.replan", "replan"),
+            "remediate": ("main.remediate", "remediate"),
+            "drive": ("main.drive", "drive it again"),
+        }.get(act or "")
+        if words is None:
+            return ""
+        return f"press {self.key_for(words[0])} to {words[1]}"
+
+    # -- acting on a unit: the inspector and the units table ------------------------------------
+
+    def unit_obligation(
+        self, model: InstanceModel, unit_id: str, which: str
+    ) -> ObligationState | None:
+        """The obligation an act on a unit is on: what its next step names (the wait, the
+        question, the veto), else its first open obligation; for ``answer``, its question."""
+        step = model.next_step(unit_id)
+        named = step.obligation if step is not None else None
+        with model.lock:
+            open_ = sorted(model.log.open_obligations(unit_id), key=lambda o: not o.blocks)
+        if which == "answer":
+            if named is not None and named.concern == "interaction":
+                return named
+            return next((o for o in open_ if o.concern == "interaction"), None)
+        return named if named is not None else (open_[0] if open_ else None)
+
+    def may_on_unit(self, which: str, index: int, unit_id: str) -> bool | None:
+        """Footer state for an act on a unit (the inspector's, the units table's)."""
+        if self.person is None or not self.models:
+            return None
+        model = self.models[index]
+        if model.remote:
+            return None
+        step = model.next_step(unit_id)
+        if step is None:
+            return None
+        if which == "drive":
+            return True if step.act == "drive" else None
+        if which == "remediate":
+            return True if step.act == "remediate" else None
+        if which == "replan":
+            unit = model.units.get(unit_id)
+            return True if unit is not None and unit.status in ("blocked", "contracted") else None
+        return True if self.unit_obligation(model, unit_id, which) is not None else None
+
+    def act_on_unit(self, which: str, index: int, unit_id: str) -> None:
+        """``a r c e R m d`` on a unit: the same acts as the inbox's, on what the unit waits on."""
+        model = self.models[index]
+        if model.remote:
+            self.notify(
+                f"{model.name}: unit acts do not reach a remote instance yet; act on its"
+                " obligations in the inbox, or run `regulator` on that host",
+                severity="warning",
+            )
+            return
+        if which == "drive":
+            self.drive_again(index, unit_id)
+            return
+        if which in ("replan", "remediate"):
+            step = model.next_step(unit_id)
+            wait = step.obligation if step is not None and step.act == which else None
+            self.open_recovery(which, (model, unit_id, wait))
+            return
+        o = self.unit_obligation(model, unit_id, which)
+        if o is None:
+            what = "no question open" if which == "answer" else "nothing open"
+            self.notify(f"unit {unit_id}: {what} to {which}", severity="warning", unit=unit_id)
+            return
+        self.open_dialog(which, (model, o))
+
+    def drive_again(self, index: int, unit_id: str) -> None:
+        """``d``: drive a unit nothing holds any more (the room asks first)."""
+        from regulator.protocol.errors import RegulatorError, message_of
+
+        if self._acting() is None:
+            return
+        if self.person is None:
+            self.notify("nobody is acting: press P to pick a person", severity="warning")
+            return
+        model = self.models[index]
+        step = model.next_step(unit_id)
+        if step is None or step.act != "drive":
+            why = step.text if step is not None else "no such unit"
+            key = self.key_for_act(step.act if step is not None else None)
+            self.notify(
+                f"unit {unit_id} is not ready to drive: {why}" + (f" — {key}" if key else ""),
+                title=f"drive {unit_id}",
+                severity="warning",
+                unit=unit_id,
+            )
+            return
+        try:
+            loop = self.loop_for(model)
+        except RegulatorError as exc:
+            self.notify(message_of(exc), title=f"drive {unit_id}", severity="error", unit=unit_id)
+            return
+        self._offer_drive(model, loop, unit_id, ask=True)
+
+    def open_recovery(
+        self,
+        which: str,
+        target: tuple[InstanceModel, str, ObligationState | None] | None = None,
+    ) -> None:
+        """``R`` / ``m``: act on the recovery decision a unit waits on: the selected
+        obligation's unit, or ``target`` (a unit, and the wait, if any). A replan needs no
+        wait: a unit that spent its attempts goes on under a new version."""
         from regulator.protocol.errors import RegulatorError, message_of
 
         from .dialogs import RemediateDialog, ReplanDialog, edit_contract, waits_on
@@ -932,30 +1087,53 @@ class RoomApp(App[None]):
         actor = self._acting()
         if actor is None:
             return
-        selected = self.selected()
-        if selected is None or self.person is None:
-            self.notify("select an obligation, acting as someone (P)", severity="warning")
+        if self.person is None:
+            self.notify("nobody is acting: press P to pick a person", severity="warning")
             return
-        model, o = selected
-        if waits_on(model, o) != which or o.unit is None:
-            self.notify(f"{o.id[:8]}: its unit waits on no {which} decision", severity="warning")
-            return
+        wait: ObligationState | None
+        if target is None:
+            selected = self.selected()
+            if selected is None:
+                self.notify("select an obligation, acting as someone (P)", severity="warning")
+                return
+            model, wait = selected
+            if waits_on(model, wait) != which or wait.unit is None:
+                self.notify(
+                    f"{wait.id[:8]}: its unit waits on no {which} decision", severity="warning"
+                )
+                return
+            unit_id = wait.unit
+        else:
+            model, unit_id, wait = target
+            if wait is not None and waits_on(model, wait) != which:
+                wait = None
+            if which == "remediate" and wait is None:
+                step = model.next_step(unit_id)
+                self.notify(
+                    f"unit {unit_id} waits on no remediation"
+                    + (f": {step.text}" if step is not None else ""),
+                    title="remediate",
+                    severity="warning",
+                    unit=unit_id,
+                )
+                return
         try:
-            loop, unit_id = self.loop_for(model), o.unit
+            loop = self.loop_for(model)
             current = loop.current_contract(unit_id)
         except RegulatorError as exc:  # a policy that does not load, a missing contract
-            self.notify(message_of(exc), title=which, severity="error")
+            self.notify(message_of(exc), title=which, severity="error", unit=unit_id)
             return
         if which == "remediate":
-            dialog: ObligationDialog = RemediateDialog(model, o, self.person, actor, loop=loop)
+            assert wait is not None
+            dialog: ActDialog = RemediateDialog(model, wait, self.person, actor, loop=loop)
             self.push_screen(dialog, partial(self._recovered, model, loop, unit_id, False))
             return
         edited, why = edit_contract(self, current)
         if edited is None:
-            self.notify(why, title="replan", severity="warning")
+            self.notify(why, title="replan", severity="warning", unit=unit_id)
             return
         dialog = ReplanDialog(
-            model, o, self.person, actor, loop=loop, current=current, edited=edited
+            model, wait, self.person, actor, loop=loop, current=current, edited=edited
         )
         self.push_screen(dialog, partial(self._recovered, model, loop, unit_id, True))
 
@@ -963,21 +1141,53 @@ class RoomApp(App[None]):
         self, model: InstanceModel, loop: Loop, unit_id: str, ask: bool, done: Done | None
     ) -> None:
         """A replan asks before driving (it starts a session); a remediation drives at once,
-        unless the unit type has gates regulator does not enforce: then the person is asked,
-        and driving accepts them for this drive."""
-        from .dialogs import DriveConfirm, drive_unit
-
-        self._dialog_done(model, done)
+        unless the unit type has gates regulator does not enforce or runs scripted sessions:
+        then the person is asked (driving accepts those gates for this drive)."""
+        self._dialog_done(model, unit_id, done)
         if done is None:
             return
-        contract = loop.current_contract(unit_id)
+        self._offer_drive(model, loop, unit_id, ask=ask)
+
+    def _offer_drive(self, model: InstanceModel, loop: Loop, unit_id: str, *, ask: bool) -> None:
+        """Drive ``unit_id``: at once, or after the drive dialog (asked for, or needed to name
+        what is not enforced or the scenario to play). What refuses the drive is said where
+        the person acted (the dialog, else a notification kept in the log)."""
+        from regulator.protocol.errors import RegulatorError, message_of
+
+        from .dialogs import DriveConfirm, drive_refusal, drive_unit, needs_scenario, use_scenario
+
+        index = self.models.index(model)
+        try:
+            contract = loop.current_contract(unit_id)
+        except RegulatorError as exc:
+            self.notify(message_of(exc), title=f"drive {unit_id}", severity="error", unit=unit_id)
+            return
         gaps = loop.workload.unenforced(contract.unit_type)
         accepted = f"in the room by {self.person or 'the person at the room'}" if gaps else None
+        scripted = needs_scenario(loop, contract.unit_type)
+
+        def check(given: str | None) -> str | None:
+            if given is not None:
+                try:
+                    use_scenario(loop, Path(given).expanduser())
+                except RegulatorError as exc:
+                    return message_of(exc)
+                self.scenarios[index] = given
+            loop.accept_unenforced = accepted
+            return drive_refusal(loop, unit_id)
+
         go = partial(drive_unit, self, model, loop, unit_id, accepted)
-        if not ask and not gaps:
+        if not ask and not gaps and not scripted:
+            refused = check(None)
+            if refused is not None:
+                self.notify(refused, title=f"drive {unit_id}", severity="error", unit=unit_id)
+                return
             go()
             return
-        dialog = DriveConfirm(unit_id, contract.version, contract.unit_type, gaps)
+        prefill = self.scenarios.get(index, self.scenario_default or "") if scripted else None
+        dialog = DriveConfirm(
+            unit_id, contract.version, contract.unit_type, gaps, scenario=prefill, check=check
+        )
         self.push_screen(dialog, lambda yes: go() if yes else None)
 
     def open_unit_of_selection(self) -> None:
@@ -1023,6 +1233,38 @@ class RoomApp(App[None]):
         ]
         self.push_screen(HelpScreen(rows))
 
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: Any = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+        unit: str | None = None,
+    ) -> None:
+        """A toast, and a line kept in the notifications log (``n``); ``unit``: the unit it is
+        about (the inspector on that unit shows it under its first line)."""
+        self.keep(str(message), title=title, severity=str(severity), unit=unit)
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    def keep(
+        self, message: str, *, title: str = "", severity: str = "error", unit: str | None = None
+    ) -> None:
+        """Keep a line in the notifications log without a toast: what a dialog refused is
+        shown in the dialog, and kept here once the dialog is gone."""
+        notice = Notice(_hms(self.clock()), title, message, severity, unit)
+        self.notices.append(notice)
+        for screen in self.screen_stack:
+            noticed = getattr(screen, "noticed", None)
+            if noticed is not None:
+                noticed(notice)
+
+    def action_notifications(self) -> None:
+        from .dialogs import NotificationsScreen
+
+        self.push_screen(NotificationsScreen(list(self.notices)))
+
     def action_problems(self) -> None:
         from .dialogs import ProblemsScreen
 
@@ -1053,6 +1295,8 @@ class RoomApp(App[None]):
             partial(self.open_recovery, "replan"),
         )
         yield ("remediate the selected unit", "m", partial(self.open_recovery, "remediate"))
+        yield ("drive the selected unit again", "d", lambda: main.action_drive())
+        yield ("show the notifications log", "n", self.action_notifications)
         yield ("switch the person acting", "P", self.action_person)
         yield ("show the problems the readers found", "!", self.action_problems)
         yield ("pause or resume live updates", "p", self.action_pause)

@@ -13,6 +13,7 @@ APP = [
     Binding("exclamation_mark", "problems", "problems", id="room.problems"),
     Binding("P", "person", "person", id="room.person"),
     Binding("p", "pause", "pause", id="room.pause"),
+    Binding("n", "notifications", "notices", id="room.notifications"),
     # Not priority bindings: over a dialog (a modal screen) no app key fires, ctrl+q either.
     Binding("q", "quit", "quit", id="room.quit"),
     Binding("ctrl+q", "quit", "quit", show=False, id="room.quit_now"),
@@ -33,11 +34,18 @@ MAIN = [
     # Shown only on an obligation its unit waits on for that action (see check_action).
     Binding("R", "replan", "replan", id="main.replan"),
     Binding("m", "remediate", "remediate", id="main.remediate"),
+    Binding("d", "drive", "drive", id="main.drive"),
     Binding("escape", "back", "back", show=False, id="main.back"),
 ]
 
+# The acts, offered with the same keys (and ids, so a keymap moves them together) wherever a
+# unit is shown: the inspector and the units table act on what the unit waits on.
+ACTS = ("answer", "resolve", "acknowledge", "escalate", "replan", "remediate", "drive")
+UNIT_ACTS = [b for b in MAIN if isinstance(b, Binding) and b.action in ACTS]
+
 INSPECTOR = [
     Binding("escape", "back", "back", id="inspector.back"),
+    *UNIT_ACTS,
     Binding("1", "tab('tab-timeline')", "timeline", show=False, id="inspector.timeline"),
     Binding("2", "tab('tab-contract')", "contract", show=False, id="inspector.contract"),
     Binding("3", "tab('tab-report')", "report", show=False, id="inspector.report"),
@@ -60,6 +68,8 @@ HELP = [
     ("main.open_unit", "open the obligation's unit in the inspector"),
     ("main.replan", "replan: edit the unit's contract in $EDITOR, give a reason, drive again"),
     ("main.remediate", "remediate: say what was fixed (and a command that shows it); drive again"),
+    ("main.drive", "drive a unit nothing holds any more (asks first; scripted: the scenario)"),
+    ("", "in the inspector and the units table, these keys act on what the unit waits on"),
     ("main.waiting", "go to the question a session is waiting on"),
     ("main.filter", "filter the inbox: text, is:blocking, kind:consent, unit:…, owed:human, !…"),
     ("main.preset", "presets: owed to me → all open → everything"),
@@ -69,6 +79,7 @@ HELP = [
     ("room.pause", "pause or resume live updates"),
     ("room.person", "switch the person acting (esc keeps who it is)"),
     ("room.problems", "the problems the readers found"),
+    ("room.notifications", "the notifications log: every notice, refusal and drive outcome"),
     ("", "ctrl+p: command palette: every action, and go to a unit or obligation by id"),
     ("", "ctrl+y / ctrl+n: consent, uat: answer yes / no, with the note (enter never answers)"),
     ("main.back", "back out one layer; in a dialog: close it, answering nothing"),
@@ -89,4 +100,4 @@ def all_ids() -> set[str]:
     return {b.id for b in [*APP, *MAIN, *INSPECTOR] if b.id} | table
 
 
-__all__ = ["APP", "HELP", "INSPECTOR", "MAIN", "PINNED", "all_ids"]
+__all__ = ["ACTS", "APP", "HELP", "INSPECTOR", "MAIN", "PINNED", "UNIT_ACTS", "all_ids"]

@@ -14,9 +14,10 @@ import os
 import shlex
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import events, on, work
@@ -28,6 +29,7 @@ from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from regulator.host.loop import Loop, RemediationFailed, ReplanRefused
+from regulator.host.sessions.script import ScriptAdapter, load_scenario
 from regulator.protocol.entry import load_record
 from regulator.protocol.errors import RegulatorError, message_of
 from regulator.protocol.execution import WorkContract
@@ -38,7 +40,12 @@ from regulator.rules.authority import check_disposition_authority, owed_to_s5
 from regulator.rules.execution import contract_changes
 from regulator.rules.ledger import Actor, Ledger, definition_label
 from regulator.rules.recovery import RECOVERY_DECISION_CONCERN, waiting_on
+from regulator.views.words import CONSUMER_ROLE, DISPOSITION_MEANS
 
+from .messages import Notice
+
+if TYPE_CHECKING:
+    from .app import RoomApp
 from .model import InstanceModel
 from .render import one_line, plain
 from .widgets.footer import RoomFooter
@@ -52,20 +59,17 @@ class Done:
     obligation_id: str
 
 
-class ObligationDialog(ModalScreen[Done | None]):
-    """The frame every obligation dialog shares: title, body, refusal line, buttons."""
+class ActDialog(ModalScreen[Done | None]):
+    """The frame every dialog that acts shares: title, body, refusal line, buttons."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "cancel", id="dialog.cancel")
     ]
     TITLE_TEXT = "Obligation"
 
-    def __init__(
-        self, model: InstanceModel, obligation: ObligationState, person: str, actor: Actor
-    ) -> None:
+    def __init__(self, model: InstanceModel, person: str, actor: Actor) -> None:
         super().__init__()
         self.model = model
-        self.obligation = obligation
         self.person = person
         # Provenance names the definition of the instance acted on, not the room's first one.
         self.actor = replace(actor, definition=definition_label(model.definition.root))
@@ -77,8 +81,7 @@ class ObligationDialog(ModalScreen[Done | None]):
         return Ledger(self.model.layout, clock=self.model.clock)
 
     def title_text(self) -> str:
-        unit = f" (unit {self.obligation.unit})" if self.obligation.unit else ""
-        return f"{self.TITLE_TEXT} — {one_line(self.obligation.subject, self.redactor)}{unit}"
+        return self.TITLE_TEXT
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
@@ -101,6 +104,11 @@ class ObligationDialog(ModalScreen[Done | None]):
         refusal = self.query_one("#refusal", Static)
         refusal.update(Text(f"✖ {message}"))
         refusal.remove_class("hidden")
+        _keep(self, message, f"{self.TITLE_TEXT.lower()} refused", self.unit_of())
+
+    def unit_of(self) -> str | None:
+        """The unit acted on, for the notifications log."""
+        return None
 
     def clear_refusal(self) -> None:
         self.query_one("#refusal", Static).add_class("hidden")
@@ -110,8 +118,11 @@ class ObligationDialog(ModalScreen[Done | None]):
         self.obligation_changed()
 
     def obligation_changed(self) -> None:
-        """Called on a live refresh: the obligation may have been closed by someone else."""
-        state = self.model.log.obligations.get(self.obligation.id)
+        """Called on a live refresh (a dialog on an obligation sees whether it was closed)."""
+
+    def closed_by_someone(self, obligation_id: str) -> None:
+        """The obligation acted on was closed by someone else: say so, and stop accepting."""
+        state = self.model.log.obligations.get(obligation_id)
         if state is None or state.status not in TERMINAL_STATUSES or self.closed_elsewhere:
             return
         self.closed_elsewhere = True
@@ -145,6 +156,34 @@ class ObligationDialog(ModalScreen[Done | None]):
             return
         if isinstance(done, Done):
             self.dismiss(done)
+
+
+class ObligationDialog(ActDialog):
+    """A dialog on one obligation: its subject and unit in the title."""
+
+    def __init__(
+        self, model: InstanceModel, obligation: ObligationState, person: str, actor: Actor
+    ) -> None:
+        super().__init__(model, person, actor)
+        self.obligation = obligation
+
+    def title_text(self) -> str:
+        unit = f" (unit {self.obligation.unit})" if self.obligation.unit else ""
+        return f"{self.TITLE_TEXT} — {one_line(self.obligation.subject, self.redactor)}{unit}"
+
+    def unit_of(self) -> str | None:
+        return self.obligation.unit
+
+    def obligation_changed(self) -> None:
+        """Called on a live refresh: the obligation may have been closed by someone else."""
+        self.closed_by_someone(self.obligation.id)
+
+
+def _keep(screen: ModalScreen[Any], message: str, title: str, unit: str | None) -> None:
+    """What a dialog refused, kept in the room's notifications log (``RoomApp.keep``)."""
+    keep = getattr(screen.app, "keep", None)
+    if keep is not None:
+        keep(message, title=title, severity="error", unit=unit)
 
 
 def _question_body(model: InstanceModel, obligation: ObligationState) -> ComposeResult:
@@ -221,6 +260,8 @@ class AnswerDialog(ObligationDialog):
                 ],
                 id="options",
             )
+            # A note travels with the option picked, as with a consent's.
+            yield Input(placeholder="a note (optional): it is recorded with the answer", id="note")
         elif self.yes_no:
             placeholder = (
                 "a reason, if you refuse (optional): it is recorded with the answer"
@@ -337,25 +378,40 @@ class AnswerDialog(ObligationDialog):
     @on(Button.Pressed, "#submit")
     def action_submit(self) -> None:
         text = self._answer_text()
+        if self.kind == "choice" and not text:
+            self.refuse("pick an option first: ↑ ↓ or its number, then enter")
+            return
         if not text or not text.strip():
             self.refuse("an answer cannot be empty: silence is not an answer")
             answer_input = self.query("#answer")
             if answer_input:
                 answer_input.first().add_class("-invalid")
             return
-        self._send(text)
+        note = None
+        if self.kind == "choice" and self.query("#note"):
+            note = self.query_one("#note", Input).value.strip() or None
+        self._send(text, note=note)
 
     def on_key(self, event: events.Key) -> None:
         # A choice's number highlights that option; Enter still has to answer it.
         # ASCII digits only: "²" or "٣" is a digit to str.isdigit, and int() fails on the one or
         # reads the other as 3.
-        key = event.character
-        if self.kind != "choice" or not key or not (key.isascii() and key.isdigit()):
+        if self.kind != "choice":
             return
         options = self.query("#options")
         if not options:
             return
         option_list = options.first(OptionList)
+        if self.focused is not option_list:
+            return  # typing in the note: its digits are the note's
+        if event.key == "enter" and option_list.highlighted is None:
+            # Nothing picked: Enter answers nothing, and says so.
+            self.refuse("pick an option first: ↑ ↓ or its number, then enter")
+            event.stop()
+            return
+        key = event.character
+        if not key or not (key.isascii() and key.isdigit()):
+            return
         index = int(key) - 1
         if 0 <= index < option_list.option_count:
             option_list.highlighted = index
@@ -363,6 +419,9 @@ class AnswerDialog(ObligationDialog):
 
     @on(Input.Submitted, "#note")
     def _enter_in_note(self) -> None:
+        if self.kind == "choice":  # Enter in a choice's note answers with the option picked
+            self.action_submit()
+            return
         yes = "authorize" if self.kind == "consent" else "verify"
         self.refuse(
             f"Enter answers nothing here: ctrl+y to {yes}, ctrl+n to refuse, with your note"
@@ -452,9 +511,12 @@ class ResolveDialog(ObligationDialog):
                     s5=s5,
                     os_user=self.actor.os_user,
                 )
+            means = DISPOSITION_MEANS.get(d, "")
             if reason is None:
                 self.allowed.append(d)
-                options.append(Option(d, id=d))
+                options.append(
+                    Option(Text.assemble((f"{d:<19} ", "bold"), (means, "italic")), id=d)
+                )
             else:
                 options.append(Option(Text(f"{d} — {reason}", style="dim"), id=d, disabled=True))
         if blanket is not None:
@@ -545,13 +607,28 @@ class AcknowledgeDialog(ObligationDialog):
 
 
 class EscalateDialog(ObligationDialog):
+    """Hand the obligation to another consumer: each shown as a role, with the people of the
+    policy who may decide it there; on success the dialog closes and the room says the
+    successor (kept in the notifications log)."""
+
     TITLE_TEXT = "Escalate"
 
-    def __init__(
-        self, model: InstanceModel, obligation: ObligationState, person: str, actor: Actor
-    ) -> None:
-        super().__init__(model, obligation, person, actor)
-        self.done: Done | None = None
+    def holders(self, consumer: str) -> str:
+        """Who of the policy's people may decide this obligation once it is owed to
+        ``consumer`` (the grant reaching its severity; for S5, acting as S5)."""
+        policy = self.model.interaction_policy()
+        if policy is None:
+            return "the policy does not load"
+        severity = self.obligation.severity
+        names = [
+            p.name
+            for p in policy.people
+            if check_disposition_authority(
+                policy, p.name, severity=severity, s5=consumer == "S5", os_user=None
+            )
+            is None
+        ]
+        return ", ".join(names) if names else f"nobody in the policy may decide it at {severity}"
 
     def body(self) -> ComposeResult:
         yield Static(
@@ -563,9 +640,21 @@ class EscalateDialog(ObligationDialog):
         )
         consumers = [c for c in CONSUMERS if c != self.obligation.consumer]
         self.consumers = consumers
-        yield OptionList(*[Option(c, id=c.replace("*", "star")) for c in consumers], id="consumers")
+        yield OptionList(
+            *[
+                Option(
+                    Text.assemble(
+                        (f"{c:<6}", "bold"),
+                        (CONSUMER_ROLE.get(c, ""), "italic"),
+                        (f" — may decide: {self.holders(c)}", "dim"),
+                    ),
+                    id=c.replace("*", "star"),
+                )
+                for c in consumers
+            ],
+            id="consumers",
+        )
         yield Input(placeholder="rationale (required)", id="rationale")
-        yield Static("", id="successor", classes="successor hidden")
 
     def buttons(self) -> ComposeResult:
         yield Button("Escalate", id="escalate", variant="warning")
@@ -581,9 +670,6 @@ class EscalateDialog(ObligationDialog):
     @on(Input.Submitted, "#rationale")
     @on(Button.Pressed, "#escalate")
     def _escalate(self) -> None:
-        if self.done is not None:
-            self.dismiss(self.done)
-            return
         options = self.query_one("#consumers", OptionList)
         to = self.consumers[options.highlighted or 0]
         rationale = self.query_one("#rationale", Input).value
@@ -594,7 +680,8 @@ class EscalateDialog(ObligationDialog):
         policy = self.model.interaction_policy()
         if policy is None and not self.model.remote:  # the remote host decides
             return
-        try:
+
+        def run() -> Done:
             result = self.model.acts.escalate(
                 self.ledger,
                 policy,
@@ -604,24 +691,13 @@ class EscalateDialog(ObligationDialog):
                 to=to,
                 rationale=rationale,
             )
-        except RegulatorError as exc:
-            self.refuse(message_of(exc))
-            return
-        self.clear_refusal()
-        shown = self.query_one("#successor", Static)
-        shown.update(
-            Text(
-                f"escalated to {to}: successor {result.successor.id[:8]} is now what is owed",
-                style="bold",
+            return Done(
+                f"{self.obligation.id[:8]} escalated to {to}: successor"
+                f" {result.successor.id[:8]} is now what is owed",
+                result.successor.id,
             )
-        )
-        shown.remove_class("hidden")
-        button = self.query_one("#escalate", Button)
-        button.label = "Close"
-        self.done = Done(
-            f"{self.obligation.id[:8]} escalated to {to}: successor {result.successor.id[:8]}",
-            result.successor.id,
-        )
+
+        self.act(run)
 
 
 class HelpScreen(ModalScreen[None]):
@@ -669,6 +745,41 @@ class ProblemsScreen(ModalScreen[None]):
             yield Static(
                 Text("each is file:line: message; `regulator doctor` lists them too", style="dim")
             )
+        yield RoomFooter()
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+NOTICE_MARK = {"error": "✖", "warning": "!", "information": "·"}
+
+
+class NotificationsScreen(ModalScreen[None]):
+    """Every notification of this room, newest first: what an act or a drive said, kept after
+    its toast has gone."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,n", "close", "close", id="notifications.close")
+    ]
+
+    def __init__(self, notices: list[Notice]) -> None:
+        super().__init__()
+        self.notices = notices
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(f"Notifications ({len(self.notices)})", classes="dialog-title")
+            with VerticalScroll(classes="dialog-body"):
+                if not self.notices:
+                    yield Static("none yet: what an act or a drive says is kept here")
+                for notice in reversed(self.notices[-500:]):
+                    line = Text.assemble(
+                        (f"{NOTICE_MARK.get(notice.severity, '·')} {notice.at} ", "bold"),
+                        (f"{notice.title}: " if notice.title else "", "bold"),
+                    )
+                    line.append_text(plain(notice.message))
+                    yield Static(line, classes=f"notice -{notice.severity}")
+            yield Static(Text("newest first · esc closes", style="dim"))
         yield RoomFooter()
 
     def action_close(self) -> None:
@@ -804,17 +915,23 @@ def waits_on(model: InstanceModel, obligation: ObligationState) -> str | None:
 
 
 def recovery_refusal(
-    model: InstanceModel, obligation: ObligationState, person: str, actor: Actor, disposition: str
+    model: InstanceModel,
+    obligation: ObligationState | None,
+    person: str,
+    actor: Actor,
+    disposition: str,
 ) -> str | None:
-    """What the core would refuse (the same check ``Loop.replan``/``remediate`` make), or None."""
+    """What the core would refuse (the same check ``Loop.replan``/``remediate`` make), or None.
+    With no obligation waiting (a replan of a unit that spent its attempts), the check is made
+    at ``blocking``, as the loop makes it."""
     policy = model.interaction_policy()
     if policy is None:
         return "the interaction policy does not load: nobody may disposition"
-    s5 = owed_to_s5(model.log.obligations, obligation, policy)
+    s5 = obligation is not None and owed_to_s5(model.log.obligations, obligation, policy)
     return check_disposition_authority(
         policy,
         person,
-        severity=obligation.severity,
+        severity=obligation.severity if obligation is not None else "blocking",
         disposition=disposition,
         s5=s5,
         os_user=actor.os_user,
@@ -873,15 +990,18 @@ def edit_contract(app: App[None], contract: WorkContract) -> tuple[WorkContract 
     return edited, ""
 
 
-class ReplanDialog(ObligationDialog):
-    """The edited contract's changes, and the reason for the replan (typed, never defaulted)."""
+class ReplanDialog(ActDialog):
+    """The edited contract's changes, and the reason for the replan (typed, never defaulted).
+
+    ``obligation``: the replan decision the unit waits on, resolved as ``replan``; None when
+    nothing waits (the unit spent its attempts, and a new version is how it goes on)."""
 
     TITLE_TEXT = "Replan"
 
     def __init__(
         self,
         model: InstanceModel,
-        obligation: ObligationState,
+        obligation: ObligationState | None,
         person: str,
         actor: Actor,
         *,
@@ -889,11 +1009,25 @@ class ReplanDialog(ObligationDialog):
         current: WorkContract,
         edited: WorkContract,
     ) -> None:
-        super().__init__(model, obligation, person, actor)
+        super().__init__(model, person, actor)
+        self.obligation = obligation
         self.loop = loop
         self.current = current
         self.edited = edited
         self.refusal = recovery_refusal(model, obligation, person, self.actor, "replan")
+
+    def title_text(self) -> str:
+        o = self.obligation
+        if o is None:
+            return f"Replan — unit {self.current.unit_id}"
+        return f"Replan — {one_line(o.subject, self.redactor)} (unit {self.current.unit_id})"
+
+    def obligation_changed(self) -> None:
+        if self.obligation is not None:
+            self.closed_by_someone(self.obligation.id)
+
+    def unit_of(self) -> str | None:
+        return self.current.unit_id
 
     def body(self) -> ComposeResult:
         old = self.current
@@ -945,7 +1079,7 @@ class ReplanDialog(ObligationDialog):
         self.dismiss(
             Done(
                 f"unit {unit_id}: {new.id} v{new.version} replaces v{done.predecessor.version}",
-                self.obligation.id,
+                self.obligation.id if self.obligation is not None else "",
             )
         )
 
@@ -1049,7 +1183,12 @@ class RemediateDialog(ObligationDialog):
 
 class DriveConfirm(ModalScreen[bool]):
     """Drive the unit now under its contract in force, or leave it for later. A unit type with
-    gates regulator does not enforce is named with them: driving accepts them for this run."""
+    gates regulator does not enforce is named with them: driving accepts them for this run.
+
+    A unit type whose sessions are scripted needs the scenario to play (as ``unit drive
+    --script``): the dialog asks for its file, prefilled with the last one used. ``check`` is
+    run when the person drives: it loads what was given and asks the dispatch gate; what it
+    refuses is shown here, and the dialog stays open."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "later", "not now", id="drive.later"),
@@ -1057,13 +1196,22 @@ class DriveConfirm(ModalScreen[bool]):
     ]
 
     def __init__(
-        self, unit_id: str, version: int, unit_type: str = "", unenforced: list[str] | None = None
+        self,
+        unit_id: str,
+        version: int,
+        unit_type: str = "",
+        unenforced: list[str] | None = None,
+        *,
+        scenario: str | None = None,
+        check: Callable[[str | None], str | None] | None = None,
     ) -> None:
         super().__init__()
         self.unit_id = unit_id
         self.version = version
         self.unit_type = unit_type
         self.unenforced = unenforced or []
+        self.scenario = scenario
+        self.check = check
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
@@ -1085,6 +1233,16 @@ class DriveConfirm(ModalScreen[bool]):
                     ),
                     id="unenforced",
                 )
+            if self.scenario is not None:
+                yield Static(
+                    Text(
+                        f"{self.unit_type} runs scripted sessions: the scenario file to play"
+                        " (YAML, as `regulator unit drive --script FILE`); enter drives"
+                    ),
+                    classes="question",
+                )
+                yield Input(self.scenario, placeholder="path/to/scenario.yaml", id="scenario")
+            yield Static("", id="refusal", classes="refusal hidden")
             with Horizontal(classes="dialog-buttons"):
                 label = "Drive without them (d)" if self.unenforced else "Drive now (d)"
                 yield Button(label, id="drive", variant="primary")
@@ -1092,40 +1250,99 @@ class DriveConfirm(ModalScreen[bool]):
         yield RoomFooter()
 
     def on_mount(self) -> None:
-        self.query_one("#later", Button).focus()
+        if self.scenario is not None:
+            field = self.query_one("#scenario", Input)
+            field.cursor_blink = False
+            field.focus()
+        else:
+            self.query_one("#later", Button).focus()
 
+    def refuse(self, message: str) -> None:
+        refusal = self.query_one("#refusal", Static)
+        refusal.update(Text(f"✖ {message}"))
+        refusal.remove_class("hidden")
+        _keep(self, message, f"drive {self.unit_id}", self.unit_id)
+
+    @on(Input.Submitted, "#scenario")
+    @on(Button.Pressed, "#drive")
     def action_drive(self) -> None:
+        given = None
+        if self.scenario is not None:
+            given = self.query_one("#scenario", Input).value.strip()
+        if given is not None and not given:
+            self.refuse("give the scenario file to play")
+            return
+        refused = self.check(given) if self.check is not None else None
+        if refused is not None:
+            self.refuse(refused)
+            return
         self.dismiss(True)
 
     def action_later(self) -> None:
         self.dismiss(False)
-
-    @on(Button.Pressed, "#drive")
-    def _drive(self) -> None:
-        self.dismiss(True)
 
     @on(Button.Pressed, "#later")
     def _later(self) -> None:
         self.dismiss(False)
 
 
+class _Everything:
+    """Every model counts as available: a scripted session plays the model itself."""
+
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
+def needs_scenario(loop: Loop, unit_type: str) -> bool:
+    """The unit type runs scripted sessions and the loop has no scenario for it yet."""
+    spec = loop.workload.unit_types.get(unit_type)
+    if spec is None or spec.session.adapter != "script":
+        return False
+    return unit_type not in loop.adapters and "script" not in loop.adapters
+
+
+def use_scenario(loop: Loop, path: Path) -> None:
+    """Play ``path`` for every unit type, as ``regulator unit drive --script`` does."""
+    scenario = load_scenario(path)
+    adapter = ScriptAdapter(scenario)
+    loop.adapters = {**loop.adapters, "script": adapter}
+    for unit_type in loop.workload.unit_types:
+        loop.adapters[unit_type] = adapter
+    loop.models = scenario.get("models") or _Everything()
+
+
+def drive_refusal(loop: Loop, unit_id: str) -> str | None:
+    """What the dispatch gate would refuse now, in one line (None: it may be driven)."""
+    try:
+        problems = loop.gate(loop.current_contract(unit_id))
+    except RegulatorError as exc:
+        return message_of(exc)
+    if not problems:
+        return None
+    return "the drive is refused: " + "; ".join(problems)
+
+
 def drive_unit(
-    app: App[None], model: InstanceModel, loop: Loop, unit_id: str, accepted: str | None = None
+    app: RoomApp, model: InstanceModel, loop: Loop, unit_id: str, accepted: str | None = None
 ) -> None:
     """Drive the unit under its contract in force, on a worker thread; the room stays usable
-    and is told when it starts and how it ended. ``accepted``: how the person accepted, for
-    this drive, what regulator does not enforce of the unit type (the gate refuses it else)."""
-    app.notify(f"driving unit {unit_id} …", title="drive")
+    and is told when it starts and how it ended (a notification about the unit, kept in the
+    log), and reads the instance again. ``accepted``: how the person accepted, for this
+    drive, what regulator does not enforce of the unit type (the gate refuses it else)."""
+    app.notify(f"driving unit {unit_id} …", title=f"drive {unit_id}", unit=unit_id)
     loop.accept_unenforced = accepted
+    index = app.models.index(model)
+
+    def said(text: str, severity: str) -> None:
+        app.notify(text, title=f"drive {unit_id}", severity=severity, unit=unit_id)
+        app.request_fold(index, None)
 
     def drive() -> None:
         try:
             contract = loop.current_contract(unit_id)
             outcome = loop.drive(contract).outcome
         except RegulatorError as exc:
-            app.call_from_thread(
-                app.notify, message_of(exc), title=f"drive {unit_id}", severity="error"
-            )
+            app.call_from_thread(said, message_of(exc), "error")
             return
         if outcome.status == "closed":
             text, severity = f"unit {unit_id} closed under v{contract.version}", "information"
@@ -1134,7 +1351,7 @@ def drive_unit(
             text = f"unit {unit_id}: {outcome.reason or outcome.status}" + (
                 f" ({problems})" if problems else ""
             )
-            severity = "warning"
-        app.call_from_thread(app.notify, text, title="drive", severity=severity)
+            severity = "warning" if outcome.status != "refused" else "error"
+        app.call_from_thread(said, text, severity)
 
     app.run_worker(drive, thread=True, group=f"drive-{unit_id}", exit_on_error=False)

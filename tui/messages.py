@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from textual.message import Message
@@ -32,4 +33,16 @@ class Folded(Message):
         self.error = error
 
 
-__all__ = ["Folded", "InstanceChanged"]
+@dataclass(frozen=True)
+class Notice:
+    """One notification the room gave, kept for the notifications log (``n``); ``unit``: the
+    unit it is about, when it is about one (the inspector shows the last such)."""
+
+    at: str
+    title: str
+    message: str
+    severity: str
+    unit: str | None = None
+
+
+__all__ = ["Folded", "InstanceChanged", "Notice"]

@@ -43,6 +43,7 @@ from regulator.rules.ledger import Actor, Ledger
 from regulator.rules.memory_store import MemoryStore
 from regulator.rules.regulatory_log import InteractionState, RegulatoryLog
 from regulator.store import Layout, StoreError, TailReader
+from regulator.views.next_step import NextStep, next_step_of
 from regulator.views.redaction import Redactor
 
 SEVERITY_GLYPH = {"critical": "▲", "blocking": "●", "advisory": "◐", "info": "○"}
@@ -396,6 +397,21 @@ class InstanceModel:
         summary = (last, decision, budget)
         self._summaries[unit.unit_id] = (key, summary)
         return summary
+
+    def next_step(self, unit_id: str) -> NextStep | None:
+        """What the unit needs next (``regulator.views.next_step``); None: no such unit here."""
+        unit = self.units.get(unit_id)
+        if unit is None or self.remote:
+            return None
+        try:
+            ceiling = self.definition.budget.ceiling_for(unit.unit_type).attempts
+        except (PolicyError, RegulatorError):
+            ceiling = unit.attempts + 1  # a budget that does not load: the gate says so
+        try:
+            with self.lock:
+                return next_step_of(self.log, self.store, unit, attempt_ceiling=ceiling)
+        except (RegulatorError, StoreError) as exc:
+            return NextStep(f"cannot tell what it needs next: {exc}")
 
     def interaction(self, obligation_id: str) -> InteractionState | None:
         return self.log.interaction_for(obligation_id)

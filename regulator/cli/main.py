@@ -155,7 +155,13 @@ def build_parser() -> argparse.ArgumentParser:
         common=False,
     )
     p.add_argument(
-        "instances", nargs="*", metavar="INSTANCE", help="instances to open (default: this one)"
+        "instances",
+        nargs="*",
+        metavar="INSTANCE",
+        help=(
+            "instances to open (default: this one): a directory, or ssh://[user@]host[:port]/path"
+            " for an instance on another machine, followed over ssh"
+        ),
     )
     p.add_argument(
         "--as",

@@ -28,10 +28,12 @@ def cmd_room(args: argparse.Namespace) -> int:
     remotes: list[str] = []
     stop = threading.Event()
     if args.demo:
-        from regulator.host.demo import build_demo, run_live
+        from regulator.host.demo import build_demo, run_live, write_finish_scenario
 
         target = Path(tempfile.mkdtemp(prefix="regulator-demo-")) / "calc"
         layout = build_demo(target)
+        # Beside the project, not in it: what the drive dialog offers for a scripted unit.
+        scenario = str(write_finish_scenario(target.parent / "scenarios" / "finish.yaml"))
         roots.append(layout.root)
         # The live half of the demo runs beside the room: new units ask questions that wait
         # for it, and answered units are driven again.
@@ -40,6 +42,7 @@ def cmd_room(args: argparse.Namespace) -> int:
         ).start()
         person = args.person or "alice"
     else:
+        scenario = None
         person = args.person
         for given in args.instances:
             if given.startswith("ssh://"):
@@ -75,6 +78,7 @@ def cmd_room(args: argparse.Namespace) -> int:
         person=person,
         bell=not args.no_bell,
         definition=Path(override) if override else None,
+        scenario=scenario,
     )
     try:
         app.run()

@@ -232,8 +232,32 @@ def cmd_show(args: argparse.Namespace) -> int:
     for o in loop.log.obligations.values():
         if o.unit == unit.unit_id:
             say(f"  {describe_obligation(o)}".replace("\n", "\n  "))
+    say(_next_line(loop, unit))
     _say(loop)("\n".join(shown))
     return 0
+
+
+# The command that takes each next step (``regulator.views.next_step``), for ``unit show``.
+_NEXT_COMMAND = {
+    "answer": "regulator answer {oid} --answer TEXT",
+    "resolve": "regulator obligation resolve {oid} --by PERSON --disposition D --rationale WHY",
+    "replan": "regulator unit replan {unit} --contract FILE --by PERSON --reason WHY",
+    "remediate": "regulator unit remediate {unit} --by PERSON --note WHAT",
+    "drive": "regulator unit drive CONTRACT",
+    "close": "regulator unit close {unit}",
+}
+
+
+def _next_line(loop: Any, unit: Any) -> str:
+    """``  next: <what holds it, or ready to drive>`` and the command that acts on it."""
+    from regulator.views.next_step import next_step_of
+
+    step = next_step_of(loop.log, loop.store, unit, attempt_ceiling=loop._ceiling(unit.unit_type))
+    line = f"  next: {step.text}"
+    if step.act is not None:
+        oid = step.obligation.id[:8] if step.obligation is not None else ""
+        line += "\n    " + _NEXT_COMMAND[step.act].format(oid=oid, unit=visible(unit.unit_id))
+    return line
 
 
 def cmd_status(args: argparse.Namespace) -> int:

@@ -165,6 +165,32 @@ def contract(
 TEST_EVIDENCE = [{"class": "test", "ref": "python3 -m unittest", "observation": "all tests pass"}]
 
 
+# A session that does a unit's work and reports it, for driving a demo unit again from the
+# room (``regulator room --demo`` offers it in the drive dialog).
+FINISH_SCENARIO: dict[str, Any] = {
+    "attempts": [
+        {
+            "steps": [
+                {"edit": {"path": "NOTES.md", "content": "# notes\n\nDone by hand.\n"}},
+                {"commit": "notes: what was done"},
+                {"call": {"tool": "run_tests"}},
+                {"usage": {"tokens": 8000, "cost": 0.04, "turns": 3}},
+                {"report": {"summary": "done, and the tests pass", "evidence": TEST_EVIDENCE}},
+            ]
+        }
+    ]
+}
+
+
+def write_finish_scenario(path: Path) -> Path:
+    """``FINISH_SCENARIO`` as a YAML file at ``path`` (its directory made)."""
+    import yaml
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(FINISH_SCENARIO, sort_keys=False), encoding="utf-8")
+    return path
+
+
 def _ask(kind: str, subject: str, question: str, **more: Any) -> dict[str, Any]:
     return {"ask": {"kind": kind, "subject": subject, "question": question, **more}}
 

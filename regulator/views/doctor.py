@@ -4,11 +4,12 @@ Each check says ok, or names its problems and its notices. A problem is somethin
 the instance or its definition (a file that does not load, a symlink under ``.regulator/``, a
 veto holding every unit) and makes the command exit 1. A notice is a normal state worth
 knowing (an obligation owed to a person that the next ``remind`` will deliver, a policy that is
-a symlink, a definition file the original would refuse or ignore, a person anyone on the machine
-may act as) and does not. The checks read and never write; the agent wiring's check runs the
-hook and the MCP servers an agent would run, with a ``Read`` and a tool listing, which record
-nothing. The command settles, before the checks, the session units whose agent has gone
-(:func:`regulator.host.session_units.settle_gone_sessions`), and the report says which.
+a symlink, a definition file the TypeScript regulator (the original) would refuse or ignore, a
+person anyone on the machine may act as) and does not. The checks read and never write; the
+agent wiring's check runs the hook and the MCP servers an agent would run, with a ``Read``
+and a tool listing, which record nothing. The command settles, before the checks, the session
+units whose agent has gone (:func:`regulator.host.session_units.settle_gone_sessions`), and
+the report says which.
 """
 
 from __future__ import annotations
@@ -121,19 +122,24 @@ def _as_the_original(kind: str, path: Path) -> tuple[list[str], list[str]]:
     except PolicyError:
         return [], []  # refused here already: a problem, not a comparison
     found = original_differences(kind, data)
-    notices = [f"{shown}: the original would refuse: {line}" for line in found.refused]
+    notices = [
+        f"{shown}: the TypeScript regulator would refuse this file: {line}"
+        for line in found.refused
+    ]
     ours = []
     if found.ours:
         them = "it" if len(found.ours) == 1 else "them"
-        ours.append(f"{', '.join(found.ours)} (the original's closed schema refuses {them})")
+        ours.append(f"{', '.join(found.ours)} (its closed schema refuses {them})")
     expected = ORIGINAL_FILES[kind]
     if kind in POLICY_KINDS and path.name != Path(expected).name:
-        ours.append(f"the file name (the original reads {expected} only)")
+        ours.append(f"the file name (it reads {expected} only)")
     return notices, ours
 
 
 def _detail(label: str, where: str, ours: list[str], *more: str) -> str:
-    parts = [f"{label} from {where}", *more] + ([f"ours: {'; '.join(ours)}"] if ours else [])
+    parts = [f"{label} from {where}", *more] + (
+        [f"beyond the TypeScript regulator: {'; '.join(ours)}"] if ours else []
+    )
     return "; ".join(parts)
 
 
@@ -221,7 +227,7 @@ def _workload(definition: Definition) -> Check:
             scripted = ", ".join(workload.scripted_by_default)
             more.append(f"given no `session`, {scripted} run scripted sessions")
     elif not shipped:
-        ours.append("this project's workload format (the original reads workload/<name>.json only)")
+        ours.append("this project's workload format (it reads workload/<name>.json only)")
     notices += workload.notes
     where = display_path(path) + (" (shipped)" if shipped else "")
     return Check("workload", True, _detail(workload.label, where, ours, *more), [], notices)
@@ -238,7 +244,7 @@ def _agents(definition: Definition) -> Check:
         return Check("agents", False, f"{shown} is refused", exc.problems)
     shipped = path.parent == shipped_policies_dir()
     link = symlink_note(path)
-    ours = [] if shipped else ["the original has no hooks and no agents.yaml"]
+    ours = [] if shipped else ["it has no hooks and no agents.yaml"]
     where = shown + (" (shipped)" if shipped else "")
     label = f"{effects.name} v{effects.version}"
     return Check("agents", True, _detail(label, where, ours), [], [link] if link else [])

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import gc
 import json
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from rich.text import Text
 from textual import on, work
@@ -31,12 +31,16 @@ from regulator.rules.budget import summary as budget_summary
 from regulator.store.collector import collector_paused
 from regulator.views.timeline import Replay, contract_versions, unit_replay
 
-from ..bindings import INSPECTOR
+from ..bindings import ACTS, INSPECTOR
 from ..keys import TimelineKey
+from ..messages import Notice
 from ..model import InstanceModel
 from ..render import one_line, plain
 from ..widgets.footer import RoomFooter
 from ..widgets.timeline import KIND_GLYPH, TimelineKeys, TimelineTable
+
+if TYPE_CHECKING:
+    from ..app import RoomApp
 
 KIND_FILTER_DEBOUNCE_S = 0.05
 
@@ -76,7 +80,12 @@ class UnitInspector(Screen[None]):
         if gc.isenabled():
             gc.disable()
             self._collector_paused = True
-        yield Static("", id="unit-header", classes="topbar")
+        # First what the unit needs next and the key that gives it; then the unit itself; then
+        # what the last act on it said. Each wraps rather than being cut.
+        yield Static("", id="unit-next", classes="unit-next")
+        yield Static("", id="unit-header", classes="unit-header")
+        yield Static("", id="unit-reason", classes="unit-reason")
+        yield Static("", id="unit-notice", classes="unit-notice hidden")
         with TabbedContent(id="unit-tabs"):
             with TabPane("1 Timeline", id="tab-timeline"):
                 yield Static("", id="budgets", classes="budgets")
@@ -95,9 +104,20 @@ class UnitInspector(Screen[None]):
                 yield Static("", id="report")
         yield RoomFooter()
 
+    @property
+    def room(self) -> RoomApp:
+        return cast("RoomApp", self.app)
+
+    @property
+    def index(self) -> int:
+        return self.room.models.index(self.model)
+
     def on_mount(self) -> None:
         try:
             self.timeline.focus()
+            latest = next((n for n in reversed(self.room.notices) if n.unit == self.unit_id), None)
+            if latest is not None:
+                self.noticed(latest)
             self.refresh_view()
         except NoMatches:  # closed before its parts were up (``o`` then esc at once)
             self._resume_collector()
@@ -117,9 +137,79 @@ class UnitInspector(Screen[None]):
             self._resume_collector()
             return
         header.update(self._header(unit))
+        # What the unit said when it last stopped; the first line says what holds it now (a
+        # reason such as "awaiting remediate" outlives the remediation).
+        reason = self.query_one("#unit-reason", Static)
+        reason.update(
+            Text.assemble("last stopped: ", plain(one_line(unit.reason, model.redactor)))
+            if unit.reason
+            else ""
+        )
+        reason.set_class(not unit.reason, "hidden")
+        self._show_next()
+        self.refresh_bindings()
         if not self.rows:
             self.timeline.loading = True
         self._build(unit)
+
+    def _show_next(self) -> None:
+        step = self.model.next_step(self.unit_id)
+        line = self.query_one("#unit-next", Static)
+        if step is None:
+            line.update("")
+            return
+        key = self.room.key_for_act(step.act) if self.room.person is not None else ""
+        text = Text("next: ", style="bold")
+        text.append_text(plain(step.text, self.model.redactor))
+        if key:
+            text.append(f" — {key}", style="bold")
+        line.update(text)
+
+    def noticed(self, notice: Notice) -> None:
+        """The room gave a notification (``RoomApp.notify``): shown here when about this unit."""
+        if notice.unit != self.unit_id:
+            return
+        try:
+            shown = self.query_one("#unit-notice", Static)
+        except NoMatches:
+            return
+        mark = {"error": "✖", "warning": "!"}.get(notice.severity, "·")
+        title = f"{notice.title}: " if notice.title else ""
+        shown.update(
+            Text.assemble(f"{mark} {notice.at} {title}", plain(one_line(notice.message)))
+            + Text("  (n: every notice)", style="dim")
+        )
+        shown.set_class(notice.severity == "error", "-error")
+        shown.remove_class("hidden")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ACTS:
+            return self.room.may_on_unit(action, self.index, self.unit_id)
+        return True
+
+    def _act(self, which: str) -> None:
+        self.room.act_on_unit(which, self.index, self.unit_id)
+
+    def action_answer(self) -> None:
+        self._act("answer")
+
+    def action_resolve(self) -> None:
+        self._act("resolve")
+
+    def action_acknowledge(self) -> None:
+        self._act("acknowledge")
+
+    def action_escalate(self) -> None:
+        self._act("escalate")
+
+    def action_replan(self) -> None:
+        self._act("replan")
+
+    def action_remediate(self) -> None:
+        self._act("remediate")
+
+    def action_drive(self) -> None:
+        self._act("drive")
 
     def _header(self, unit: UnitRecord) -> Text:
         model = self.model
@@ -127,18 +217,12 @@ class UnitInspector(Screen[None]):
         lease_text = "no lease"
         if lease is not None:
             left = (lease.expires_at - int(model.clock().timestamp() * 1000)) // 1000
-            lease_text = (
-                f"lease {lease.branch}, {left // 60} min left"
-                if left > 0
-                else f"lease {lease.branch} expired"
-            )
-        reason = f" — {one_line(unit.reason, model.redactor)}" if unit.reason else ""
+            lease_text = f"lease {left // 60} min left" if left > 0 else "lease expired"
         return Text.assemble(
             (f"unit {unit.unit_id}", "bold"),
             f" · {unit.status} · {unit.unit_type}"
             f" · contract {unit.contract.id} v{unit.contract.version}",
             f" · {unit.attempts} attempt(s) · {lease_text}",
-            (reason, "italic"),
         )
 
     @work(thread=True, exclusive=True, group="inspector")
@@ -188,7 +272,8 @@ class UnitInspector(Screen[None]):
 
     def _budgets(self, attempts: int) -> Text:
         lines = Text()
-        for attempt in range(1, attempts + 1):
+        # The latest first: a short screen shows only the first line.
+        for attempt in range(attempts, 0, -1):
             ledger = self.model.store.budget(self.unit_id, attempt)
             if ledger is None:
                 continue
@@ -208,6 +293,7 @@ class UnitInspector(Screen[None]):
             if ledger.compactions:
                 lines.append(f" · {len(ledger.compactions)} compaction(s)")
             lines.append("\n")
+        lines.rstrip()
         return lines if lines.plain else Text("no budget ledger yet", style="dim")
 
     def _contract(self, version: int) -> Text:

@@ -16,7 +16,7 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import TabbedContent, TabPane, Tabs
 
-from ..bindings import MAIN
+from ..bindings import ACTS, MAIN
 from ..keys import RowKey, UnitKey
 from ..widgets.attention import AttentionView
 from ..widgets.banners import VetoBanner, WaitingBanner
@@ -125,23 +125,50 @@ class MainScreen(Screen[None]):
         if name == "attention":
             self.query_one(AttentionView).make()
 
+    def _unit_in_focus(self) -> UnitKey | None:
+        """The unit under the cursor when the units table has the focus: the acts are on it."""
+        focused = self.focused
+        if isinstance(focused, UnitsTable):
+            key = focused.current_key
+            return key if isinstance(key, UnitKey) else None
+        return None
+
+    def _act(self, which: str) -> None:
+        unit = self._unit_in_focus()
+        if unit is not None:
+            self.room.act_on_unit(which, unit.instance, unit.unit_id)
+        elif which in ("replan", "remediate"):
+            self.room.open_recovery(which)
+        elif which == "drive":
+            selected = self.room.selected()
+            if selected is None or selected[1].unit is None:
+                self.room.notify("select a unit, or an obligation on one", severity="warning")
+                return
+            model, o = selected
+            self.room.drive_again(self.room.models.index(model), o.unit or "")
+        else:
+            self.room.open_dialog(which)
+
     def action_answer(self) -> None:
-        self.room.open_dialog("answer")
+        self._act("answer")
 
     def action_resolve(self) -> None:
-        self.room.open_dialog("resolve")
+        self._act("resolve")
 
     def action_acknowledge(self) -> None:
-        self.room.open_dialog("acknowledge")
+        self._act("acknowledge")
 
     def action_escalate(self) -> None:
-        self.room.open_dialog("escalate")
+        self._act("escalate")
 
     def action_replan(self) -> None:
-        self.room.open_recovery("replan")
+        self._act("replan")
 
     def action_remediate(self) -> None:
-        self.room.open_recovery("remediate")
+        self._act("remediate")
+
+    def action_drive(self) -> None:
+        self._act("drive")
 
     def action_open_unit(self) -> None:
         self.room.open_unit_of_selection()
@@ -160,7 +187,10 @@ class MainScreen(Screen[None]):
         self.inbox.close_filter()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("answer", "resolve", "acknowledge", "escalate", "replan", "remediate"):
+        if action in ACTS:
+            unit = self._unit_in_focus()
+            if unit is not None:
+                return self.room.may_on_unit(action, unit.instance, unit.unit_id)
             return self.room.may(action)
         return True
 
@@ -193,6 +223,10 @@ class MainScreen(Screen[None]):
         assert isinstance(key, RowKey)
         self.room.open_obligation(key)
         self.query_one("#detail-pane").focus()
+
+    @on(UnitsTable.Highlighted, "#units")
+    def _unit_highlighted(self) -> None:
+        self.refresh_bindings()  # the footer shows the acts this unit allows
 
     @on(UnitsTable.Selected, "#units")
     def _unit(self, event: UnitsTable.Selected) -> None:

@@ -18,6 +18,15 @@ from ..keys import RowKey
 from ..model import SEVERITY_GLYPH, InstanceModel
 from ..render import plain
 
+# How a question reached people, in words (the channel recorded on the request).
+ASKED_VIA = {
+    "tui": "asked in the room, while someone was there",
+    "outbox": "asked while nobody was in the room: sent to the outbox and people's channels",
+    "none": "asked with nobody to answer at once: it waits here in the inbox",
+    "cli": "asked from a shell (regulator ask)",
+    "rpc": "asked over RPC",
+}
+
 
 class ObligationDetail(Widget):
     DEFAULT_CSS = """
@@ -59,11 +68,8 @@ class ObligationDetail(Widget):
         if interaction is not None:
             req = interaction.request
             text.append(f"\n{req.kind} question", style="bold")
-            text.append(
-                f" (attempt {req.attempt}, asked via {req.channel})\n"
-                if req.attempt
-                else f" (asked via {req.channel})\n"
-            )
+            how = ASKED_VIA.get(req.channel, f"asked via {req.channel}")
+            text.append(f" (attempt {req.attempt}, {how})\n" if req.attempt else f" ({how})\n")
             text.append_text(plain(req.question, r))
             text.append("\n")
             if req.options:
@@ -91,7 +97,8 @@ class ObligationDetail(Widget):
             text.append_text(plain(o.question, r))
             text.append("\n")
         text.append("\nsources\n", style="bold")
-        for source in o.sources:
+        # A source named twice (a decision that is also what it cites) is listed once.
+        for source in dict.fromkeys(o.sources):
             message = model.log.message(source)
             predecessor = model.log.obligations.get(source)
             if message is not None:
@@ -129,6 +136,13 @@ class ObligationDetail(Widget):
                 )
                 style = "bold" if d.outcome != "sent" else ""  # the word says which
                 text.append_text(plain(line, r, style))
+                text.append("\n")
+        if o.unit is not None and o.status in TERMINAL_STATUSES:
+            # After a disposition: what the unit needs now (what still holds it, or ready).
+            step = model.next_step(o.unit)
+            if step is not None:
+                text.append(f"\nunit {o.unit} next: ", style="bold")
+                text.append_text(plain(step.text, r))
                 text.append("\n")
         seen = model.seen.get(o.id)
         if seen:

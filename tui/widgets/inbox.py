@@ -57,7 +57,9 @@ class InboxTable(RowTable[RowKey]):
             Column("concern", 11, gives_way=6),
             Column("subject", None),
             Column("unit", 14, gives_way=2),
-            *([Column("instance", 8, gives_way=7)] if several else []),
+            # With several instances, which one is never dropped: the same subject may be owed
+            # in two of them.
+            *([Column("instance", 8)] if several else []),
             Column("age", 5, gives_way=1),
             Column("delivery", 10, gives_way=8),
         ]
@@ -93,7 +95,10 @@ class InboxTable(RowTable[RowKey]):
             Text(f"{STATUS_GLYPH[o.status]} {o.status[:4]}"),
             Text(o.consumer),
             Text(o.concern.replace("-signal", "").replace("-decision", "")),
-            (Text("● new ", style=style("new")) + subject) if key in self.new else subject,
+            # "new" until opened, and not once closed: nothing is left to attend to there.
+            (Text("● new ", style=style("new")) + subject)
+            if key in self.new and not closed
+            else subject,
             plain(o.unit or "(instance)", model.redactor),
             *([Text(model.name[:8])] if self.several else []),
             Text(age(o.opened_at, self.clock())),

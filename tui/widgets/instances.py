@@ -48,6 +48,13 @@ class InstancesTable(RowTable[int]):
     def render_row(self, key: int) -> Sequence[Text]:
         model = self.models[key]
         if not model.loaded:
+            down = getattr(model, "connection", "connected")  # a remote instance's link
+            if model.remote and down not in ("connected", "connecting…"):
+                # Never reached: say why (ssh's own words), not "reading…" for ever.
+                return [
+                    Text(model.name),
+                    Text(f"✖ not reached: {down}", style=self.style_for("critical")),
+                ]
             return [Text(model.name), Text("reading…", style=self.style_for("dim"))]
         by_status: dict[str, int] = {}
         for unit in model.units.values():

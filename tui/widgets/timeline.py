@@ -122,14 +122,19 @@ class TimelineTable(RowTable[TimelineKey]):
         Reads no row's text (any thread may call it, a worker before ``show``)."""
         entries: list[int] = []
         add = entries.append
-        current: int | str | None = "start"
+        # A group is the span from an attempt's first row to the next attempt's: what happened
+        # between two attempts (a decision, an obligation resolved) stays under the attempt it
+        # followed, rather than a header "outside any attempt" between every two rows. A row
+        # of an earlier attempt (a late budget line) stays in the group it falls in.
+        current = 0
+        started = False
         for position, (kind, attempt) in enumerate(zip(rows.kinds, rows.attempts, strict=True)):
             if kinds and kind not in kinds:
                 continue
-            if attempt != current:
-                # A group header where the attempt changes: the replay reads attempt by attempt.
+            if not started or (attempt is not None and attempt > current):
                 add(-1 - position)
-                current = attempt
+                current = attempt or 0
+                started = True
             add(position)
         return TimelineKeys(rows, entries)
 
@@ -151,9 +156,9 @@ class TimelineTable(RowTable[TimelineKey]):
     def render_row(self, key: TimelineKey) -> Sequence[Text]:
         if key.group:
             title = (
-                f"── attempt {key.attempt} "
-                if key.attempt is not None
-                else "── outside any attempt "
+                f"── attempt {key.attempt}, and what followed it "
+                if key.attempt
+                else "── before the first attempt "
             )
             return [Text(title, style="bold")]
         row = self.rows[key.ref]
