@@ -38,6 +38,7 @@ from ..model import InstanceModel
 from ..render import one_line, plain
 from ..widgets.footer import RoomFooter
 from ..widgets.timeline import KIND_GLYPH, TimelineKeys, TimelineTable
+from .acts import ActKeys
 
 if TYPE_CHECKING:
     from ..app import RoomApp
@@ -54,7 +55,7 @@ def _bar(used: float, ceiling: float, width: int = 20) -> Text:
     return Text("█" * filled, style=style) + Text("░" * (width - filled), style="dim")
 
 
-class UnitInspector(Screen[None]):
+class UnitInspector(ActKeys, Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = list(INSPECTOR)
 
     def __init__(self, model: InstanceModel, unit_id: str) -> None:
@@ -189,27 +190,6 @@ class UnitInspector(Screen[None]):
 
     def _act(self, which: str) -> None:
         self.room.act_on_unit(which, self.index, self.unit_id)
-
-    def action_answer(self) -> None:
-        self._act("answer")
-
-    def action_resolve(self) -> None:
-        self._act("resolve")
-
-    def action_acknowledge(self) -> None:
-        self._act("acknowledge")
-
-    def action_escalate(self) -> None:
-        self._act("escalate")
-
-    def action_replan(self) -> None:
-        self._act("replan")
-
-    def action_remediate(self) -> None:
-        self._act("remediate")
-
-    def action_drive(self) -> None:
-        self._act("drive")
 
     def _header(self, unit: UnitRecord) -> Text:
         model = self.model

@@ -24,6 +24,7 @@ from ..widgets.footer import RoomFooter
 from ..widgets.inbox import Counts, InboxTable, InboxView
 from ..widgets.instances import InstancesView, UnitsTable
 from ..widgets.topbar import TopBar
+from .acts import ActKeys
 
 if TYPE_CHECKING:
     from ..app import RoomApp
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 FOCUS = {"instances": "#instance-table", "inbox": "#inbox-table", "attention": "#attention"}
 
 
-class MainScreen(Screen[None]):
+class MainScreen(ActKeys, Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = list(MAIN)
 
     # What the parts show, set by the App and bound down in compose. The screen draws none of
@@ -148,27 +149,6 @@ class MainScreen(Screen[None]):
             self.room.drive_again(self.room.models.index(model), o.unit or "")
         else:
             self.room.open_dialog(which)
-
-    def action_answer(self) -> None:
-        self._act("answer")
-
-    def action_resolve(self) -> None:
-        self._act("resolve")
-
-    def action_acknowledge(self) -> None:
-        self._act("acknowledge")
-
-    def action_escalate(self) -> None:
-        self._act("escalate")
-
-    def action_replan(self) -> None:
-        self._act("replan")
-
-    def action_remediate(self) -> None:
-        self._act("remediate")
-
-    def action_drive(self) -> None:
-        self._act("drive")
 
     def action_open_unit(self) -> None:
         self.room.open_unit_of_selection()

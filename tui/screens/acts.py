@@ -1,0 +1,33 @@
+"""The acts' key actions, shared by every screen that offers them (``bindings.ACTS``).
+
+Each action hands its name to the screen's ``_act``, which knows what is in focus there: the
+inbox's selection or a unit in the main screen, the inspected unit in the inspector.
+"""
+
+from __future__ import annotations
+
+
+class ActKeys:
+    def _act(self, which: str) -> None:
+        raise NotImplementedError
+
+    def action_answer(self) -> None:
+        self._act("answer")
+
+    def action_resolve(self) -> None:
+        self._act("resolve")
+
+    def action_acknowledge(self) -> None:
+        self._act("acknowledge")
+
+    def action_escalate(self) -> None:
+        self._act("escalate")
+
+    def action_replan(self) -> None:
+        self._act("replan")
+
+    def action_remediate(self) -> None:
+        self._act("remediate")
+
+    def action_drive(self) -> None:
+        self._act("drive")
