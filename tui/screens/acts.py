@@ -6,10 +6,13 @@ inbox's selection or a unit in the main screen, the inspected unit in the inspec
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 
 class ActKeys:
-    def _act(self, which: str) -> None:
-        raise NotImplementedError
+    if TYPE_CHECKING:  # each screen that uses these defines it
+
+        def _act(self, which: str) -> None: ...
 
     def action_answer(self) -> None:
         self._act("answer")
