@@ -492,3 +492,77 @@ def test_refusals_and_reads_on_a_new_instance_leave_no_file_behind(instance: Pat
     for args in [("status",), ("obligations",), ("attention",), ("effects",), ("deliveries",)]:
         assert run_cli(*args, cwd=instance).returncode == 0, args
         assert tree() == before, args
+
+
+# --- escalating to a named person (addressees.ndjson) --------------------------------------
+
+
+def escalate_to(root: Path, oid: str, *extra: str, by: str = "alice") -> Any:
+    return run_cli(
+        "obligation",
+        "escalate",
+        oid,
+        "--by",
+        by,
+        "--to",
+        "human",
+        "--rationale",
+        "yours to decide",
+        *extra,
+        cwd=root,
+    )
+
+
+def test_escalate_to_a_person_the_policy_allows_records_the_addressee(instance: Path) -> None:
+    oid = open_one(instance, severity="blocking")
+    done = escalate_to(instance, oid, "--person", "bob")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"obligation {oid[:8]} escalated by alice to human (bob): ")
+    successor = done.stdout.split("successor ")[1].split()[0]
+    lines = (instance / ".regulator" / "addressees.ndjson").read_text().splitlines()
+    assert len(lines) == 1
+    record = json.loads(lines[0])
+    assert record["obligationId"].startswith(successor) and record["person"] == "bob"
+    assert record["by"] == "alice" and record["at"]
+    assert state(instance, record["obligationId"])["consumer"] == "human"
+    assert state(instance, oid)["status"] == "escalated"
+
+
+@pytest.mark.parametrize(
+    ("severity", "person", "refusal"),
+    [
+        ("blocking", "carol", '--person: "carol" is not a person the interaction policy'),
+        ("critical", "bob", "--person: bob may disposition up to blocking; this is critical"),
+    ],
+)
+def test_escalate_to_a_person_the_policy_does_not_allow_writes_nothing(
+    instance: Path, severity: str, person: str, refusal: str
+) -> None:
+    oid = open_one(instance, severity=severity)
+    before = snapshot(instance)
+    refused = escalate_to(instance, oid, "--person", person)
+    assert refused.returncode != 0
+    assert refusal in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+    assert snapshot(instance) == before
+    assert not (instance / ".regulator" / "addressees.ndjson").exists()
+
+
+def test_a_person_needs_to_human(instance: Path) -> None:
+    oid = open_one(instance)
+    before = snapshot(instance)
+    bad = run_cli(
+        "obligation",
+        "escalate",
+        oid,
+        "--by",
+        "alice",
+        "--to",
+        "S5",
+        "--person",
+        "bob",
+        "--rationale",
+        "r",
+        cwd=instance,
+    )
+    assert bad.returncode == 2 and "--person: only an escalation --to human" in bad.stderr
+    assert snapshot(instance) == before

@@ -520,6 +520,12 @@ def _obligation_commands(sub: Any) -> None:
     p.add_argument("id", metavar="ID", help="obligation id or unique prefix")
     _by(p)
     p.add_argument("--to", required=True, metavar="CONSUMER", help="S1…S5, S3* or human")
+    p.add_argument(
+        "--person",
+        metavar="NAME",
+        help="with --to human: owed to this person alone, who must be listed and may "
+        "disposition at the obligation's severity",
+    )
     p.add_argument("--rationale", required=True, metavar="TEXT", help="why")
 
     p = _command(

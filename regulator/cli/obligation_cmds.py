@@ -246,11 +246,24 @@ def cmd_escalate(args: argparse.Namespace) -> int:
     if args.to not in CONSUMERS:
         raise UsageError(f"--to: {args.to!r} is not one of {', '.join(CONSUMERS)}")
     ledger, policy = _context(args)
+    person: str | None = args.person
+    if person is not None and args.to != "human":
+        raise UsageError(
+            f"--person: only an escalation --to human is owed to a person, not {args.to}"
+        )
     done = dispositions.escalate(
-        ledger, policy, args.id, args.by, _actor(args), to=args.to, rationale=args.rationale
+        ledger,
+        policy,
+        args.id,
+        args.by,
+        _actor(args),
+        to=args.to,
+        rationale=args.rationale,
+        person=person,
     )
+    to = f"{args.to} ({v(person)})" if person is not None else args.to
     print(
-        f"obligation {done.predecessor.id[:8]} escalated by {v(args.by)} to {args.to}: "
+        f"obligation {done.predecessor.id[:8]} escalated by {v(args.by)} to {to}: "
         f"successor {done.successor.id[:8]} is now what is owed"
     )
     return 0

@@ -3,8 +3,10 @@
 ``provenance.ndjson`` says who actually typed each person-made event (beside the asserted
 ``by``): the OS user from the password database and its uid, and the definition in force;
 ``receipts.ndjson`` that a person opened an obligation in the control room (delivery confirmed
-as seen); ``presence/<host>-<pid>.json`` that a control room is open for a person;
-``serve.json`` that ``regulator serve`` is running (and where its answer pages are).
+as seen); ``addressees.ndjson`` that an obligation escalated to ``human`` is owed to one
+named person, not to everyone the policy lists; ``presence/<host>-<pid>.json`` that a control
+room is open for a person; ``serve.json`` that ``regulator serve`` is running (and where its
+answer pages are).
 """
 
 from __future__ import annotations
@@ -39,6 +41,16 @@ class Receipt(Record):
     person: NonEmptyStr
     at: NonEmptyStr
     via: Via
+
+
+class Addressee(Record):
+    """The successor ``obligation_id`` (owed to ``human``) is owed to ``person`` alone, as
+    ``by`` said when escalating it: the original's obligation has no field for a person."""
+
+    obligation_id: NonEmptyStr
+    person: NonEmptyStr
+    by: NonEmptyStr
+    at: NonEmptyStr
 
 
 class Presence(Record):

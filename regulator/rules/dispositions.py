@@ -15,7 +15,7 @@ from regulator.protocol.policies import InteractionPolicy
 from regulator.protocol.vocab import CONSUMERS, DISPOSITIONS, TERMINAL_STATUSES
 from regulator.rules.answers import AnswerRefused, interpret, with_note
 from regulator.rules.authority import check_disposition_authority, may_act_as_s5, owed_to_s5
-from regulator.rules.ledger import Actor, Ledger, LedgerError, Transaction
+from regulator.rules.ledger import Actor, Ledger, LedgerError, Transaction, write_addressee
 
 
 class Refusal(LedgerError):
@@ -96,6 +96,21 @@ def resolve(
 class Escalation:
     predecessor: ObligationState
     successor: ObligationState
+    # The one person the successor is owed to (``addressees.ndjson``), or None: every person.
+    person: str | None = None
+
+
+def addressee_refusal(policy: InteractionPolicy, person: str, severity: str) -> str | None:
+    """Why ``person`` may not be the one an obligation of ``severity`` is owed to, else None.
+
+    The authority check a resolution makes, for the addressee: listed, and allowed to
+    disposition at that severity (``resolveUpTo``). The ``osUsers`` check is the escalator's,
+    not the addressee's: the addressee does not act here.
+    """
+    refusal = check_disposition_authority(policy, person, severity=severity)
+    if refusal is None:
+        return None
+    return f"--person: {refusal}"
 
 
 def escalate(
@@ -107,14 +122,24 @@ def escalate(
     *,
     to: str,
     rationale: str,
+    person: str | None = None,
 ) -> Escalation:
+    """Close ``ref`` as escalated to a successor owed to ``to``; with ``person`` (only when
+    ``to`` is ``human``), owed to that one person, recorded in ``addressees.ndjson``."""
     if to not in CONSUMERS:
         raise Refusal(f"consumer {to!r} is not one of {', '.join(CONSUMERS)}")
     if not rationale.strip():
         raise Refusal("an escalation needs a rationale")
+    if person is not None and to != "human":
+        raise Refusal(f"--person: only an escalation --to human is owed to a person, not {to}")
     with ledger.transaction(actor) as txn:
         state = txn.get_open(ref)
         _authorize(txn, policy, by, actor, severity=state.severity)
+        if person is not None:
+            # The successor keeps the original's severity (``Transaction.escalate``).
+            refused = addressee_refusal(policy, person, state.severity)
+            if refused is not None:
+                raise Refusal(refused)
         # Moving what S5 decides to anyone else is itself S5's decision; within S5 it is not.
         if to != "S5" and _s5(txn, state, policy):
             if not may_act_as_s5(policy, by):
@@ -124,7 +149,9 @@ def escalate(
                 )
             txn.s5_authorized = True
         successor = txn.escalate(state.id, by, rationale, to=to)
-        return Escalation(state, successor)
+    if person is not None:
+        write_addressee(ledger.layout, successor.id, person, by, ledger.clock)
+    return Escalation(state, successor, person)
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ from regulator.protocol.obligations import (
     ObligationState,
     ObligationSuperseded,
 )
-from regulator.protocol.ours import Provenance
+from regulator.protocol.ours import Addressee, Provenance
 from regulator.protocol.vocab import TERMINAL_STATUSES
 from regulator.rules.authority import process_os_user
 from regulator.rules.regulatory_log import RegulatoryLog
@@ -127,6 +127,30 @@ def write_provenance(layout: Layout, event_ids: list[str], actor: Actor, clock: 
     ]
     with locked_log(layout.provenance) as out:
         out.append(lines)
+
+
+def write_addressee(
+    layout: Layout, obligation_id: str, person: str, by: str, clock: Clock
+) -> Addressee:
+    """``addressees.ndjson``: the obligation (owed to ``human``) is owed to ``person`` alone.
+
+    Appended after the escalation that opened it, under that file's own lock, as provenance
+    is: a crash between the two leaves the successor owed to every person (as before this
+    file existed), never an addressee for an obligation that is not in the log.
+    """
+    record = Addressee(obligation_id=obligation_id, person=person, by=by, at=now_iso(clock))
+    with locked_log(layout.addressees) as out:
+        out.append([json_line(record)])
+    return record
+
+
+def read_addressees(layout: Layout) -> dict[str, str]:
+    """Obligation id → the person it is owed to, from ``addressees.ndjson`` (the last line for
+    an obligation wins). Lines that do not parse are skipped here; ``doctor`` lists them."""
+    from regulator.store.logs import LogSpec, model_parser, read_log
+
+    items, _ = read_log(layout, LogSpec(layout.addressees, model_parser(Addressee)))
+    return {a.obligation_id: a.person for a in items}
 
 
 class Transaction:

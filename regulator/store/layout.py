@@ -180,6 +180,10 @@ class Layout:
     def receipts(self) -> Path:
         return self.state / "receipts.ndjson"
 
+    @property
+    def addressees(self) -> Path:
+        return self.state / "addressees.ndjson"
+
     # -- units ----------------------------------------------------------------------------
 
     @property

@@ -24,7 +24,7 @@ from regulator.protocol.execution import (
     WorkContract,
 )
 from regulator.protocol.memory import parse_memory_line
-from regulator.protocol.ours import Provenance, Receipt
+from regulator.protocol.ours import Addressee, Provenance, Receipt
 from regulator.store import Layout, StoreError
 from regulator.store.ndjson import Problem, TailReader
 from regulator.store.records import read_bytes
@@ -51,6 +51,7 @@ def instance_logs(layout: Layout) -> list[LogSpec]:
         LogSpec(layout.memory, parse_memory_line),
         LogSpec(layout.provenance, model_parser(Provenance)),
         LogSpec(layout.receipts, model_parser(Receipt)),
+        LogSpec(layout.addressees, model_parser(Addressee)),
     ]
     for unit_id in layout.list_units():
         logs += [
