@@ -298,6 +298,54 @@ def test_bob_with_advisory_authority_gets_nothing_for_a_blocking_question(
     assert desktop[0].startswith("regulator: advisory recap on u1")
 
 
+def escalated_to(inst: Instance, person: str | None) -> str:
+    """An advisory finding for S3, escalated by alice to human (and to ``person``)."""
+    from regulator.rules.dispositions import escalate
+    from regulator.rules.ledger import Actor
+
+    o = inst.ledger.open_obligation(
+        subject="a naming nit",
+        unit="u1",
+        concern="audit-finding",
+        sources=["m1"],
+        severity="advisory",
+        consumer="S3",
+        blocks=False,
+    )
+    done = escalate(
+        inst.ledger,
+        inst.policy,
+        o.id,
+        "alice",
+        Actor(via="cli"),
+        to="human",
+        rationale="a person looks",
+        person=person,
+    )
+    return done.successor.id
+
+
+def test_an_obligation_escalated_to_a_person_reaches_only_that_persons_channels(
+    inst: Instance, web: Web
+) -> None:
+    # Addressed to bob: his Slack and desktop, nothing of alice's though she may decide it too.
+    bobs = escalated_to(inst, "bob")
+    result = inst.tick()
+    assert {(d.obligation_id, d.person) for d in result.sent} == {(bobs, "bob")}
+    assert sorted(d.channel for d in result.sent) == ["desktop", "slack"]
+    # Addressed to alice: her email alone (her phone takes blocking and above: still respected).
+    alices = escalated_to(inst, "alice")
+    result = inst.tick()
+    assert [(d.obligation_id, d.person, d.channel) for d in result.sent] == [
+        (alices, "alice", "email")
+    ]
+    # Addressed to nobody: everyone who may decide it, as before.
+    everyones = escalated_to(inst, None)
+    result = inst.tick()
+    assert {d.obligation_id for d in result.sent} == {everyones}
+    assert {d.person for d in result.sent} == {"alice", "bob"}
+
+
 def test_a_send_interrupted_before_it_was_recorded_is_not_sent_again(
     inst: Instance, mailbox: Mailbox
 ) -> None:

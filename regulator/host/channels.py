@@ -3,7 +3,8 @@
 The outbox delivery (:mod:`regulator.host.delivery`) stays the original's: one line per
 delivery, an ``obligation-delivered`` event in the log. On top of it, each delivery of an
 obligation owed to ``human`` is sent to the channels of every person who may disposition it
-(``people[].channels`` in the interaction policy; docs/reaching-people.md), once:
+(``people[].channels`` in the interaction policy; docs/reaching-people.md), or of the one person
+it was escalated to (``addressees.ndjson``), once:
 
 * One effect per (obligation, delivery number, person, channel): the key
   ``channel:<obligationId>:<n>:<person>:<channel>`` goes through the effect journal
@@ -47,7 +48,7 @@ from regulator.protocol.text import visible
 from regulator.protocol.vocab import TERMINAL_STATUSES, severity_at_least
 from regulator.rules.authority import check_disposition_authority, owed_to_s5
 from regulator.rules.effect_journal import EffectJournal, EffectState
-from regulator.rules.ledger import Ledger
+from regulator.rules.ledger import Ledger, read_addressees
 from regulator.rules.regulatory_log import RegulatoryLog
 from regulator.store import Layout, RecordNotFound, StoreError, dumps_line, locked_log, read_bytes
 
@@ -202,14 +203,26 @@ def scrub_url(url: str) -> str:
 # Who, where and when
 
 
-def owners(policy: InteractionPolicy, log: RegulatoryLog, o: ObligationState) -> list[Person]:
-    """The people who may disposition ``o``: those its delivery reaches."""
+def owners(
+    policy: InteractionPolicy,
+    log: RegulatoryLog,
+    o: ObligationState,
+    addressee: str | None = None,
+) -> list[Person]:
+    """The people who may disposition ``o``: those its delivery reaches.
+
+    With an ``addressee`` (``addressees.ndjson``: ``o`` was escalated to that one person),
+    only that person, if they still may; if the policy changed since and they may not, every
+    person who may, so that what is owed still reaches someone entitled to decide it.
+    """
     s5 = owed_to_s5(log.obligations, o, policy)
-    return [
+    allowed = [
         p
         for p in policy.people
         if check_disposition_authority(policy, p.name, severity=o.severity, s5=s5) is None
     ]
+    named = [p for p in allowed if p.name == addressee]
+    return named if named else allowed
 
 
 def wants(channel: Channel, o: ObligationState, kind: str | None) -> bool:
@@ -626,6 +639,7 @@ def fan_out(
         result.reconciled = _reconcile(journal, layout, out, policy, clock)
         log = ledger.refresh()
         codes: dict[tuple[str, int, str], str] = {}
+        addressees = read_addressees(layout)
         for o in list(log.obligations.values()):
             if o.consumer != "human" or o.status in TERMINAL_STATUSES or not o.deliveries:
                 continue
@@ -634,7 +648,7 @@ def fan_out(
             interaction = log.interaction_for(o.id) if o.concern == "interaction" else None
             request = interaction.request if interaction is not None else None
             kind = request.kind if request is not None else None
-            for person in owners(policy, log, o):
+            for person in owners(policy, log, o, addressees.get(o.id)):
                 for channel in person.channels or []:
                     if not wants(channel, o, kind) or (reminder and not channel.reminders):
                         continue
