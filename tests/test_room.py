@@ -6,6 +6,7 @@ the CLI, so each test checks the files, not just the screen.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +21,7 @@ from tui.app import MainScreen, RoomApp
 from tui.dialogs import AcknowledgeDialog, AnswerDialog, EscalateDialog, ResolveDialog
 from tui.keys import RowKey
 from tui.screens.inspector import UnitInspector
+from tui.widgets.detail import ObligationDetail
 from tui.widgets.rowtable import RowTable
 
 from .room_fixture import build_fixture, copy_fixture, fixed_clock, on_the_inbox, settled
@@ -242,6 +244,52 @@ async def test_escalate_closes_and_says_the_successor(demo: Path) -> None:
         assert "successor" in said and "is now what is owed" in said
     after = state(demo, o.id)
     assert after.status == "escalated" and after.successor[:8] in said
+
+
+async def test_escalate_to_a_person_addresses_the_successor_to_them(demo: Path) -> None:
+    app = app_for(demo)
+    async with app.run_test(size=(160, 48)) as pilot:
+        o = await select(app, pilot, lambda o: o.concern == "recovery-decision")
+        await pilot.press("e")
+        dialog = app.screen
+        assert isinstance(dialog, EscalateDialog)
+        # Beside the consumers, a person for each one the policy lets decide it at its severity.
+        options = dialog.query_one("#consumers", OptionList)
+        prompts = [str(options.get_option_at_index(i).prompt) for i in range(len(dialog.targets))]
+        people = [name for _, name in dialog.targets if name is not None]
+        # The demo's recovery decision is blocking: alice (critical) and bob (blocking) may.
+        assert o.severity == "blocking" and people == dialog.people() == ["alice", "bob"]
+        assert [p for p in prompts if p.startswith("a person: ")] == [
+            f"a person: {name} — owed to human, delivered to this person alone" for name in people
+        ]
+        pick = "bob"  # not the person at this room: it leaves alice's "owed to me"
+        options.highlighted = dialog.targets.index(("human", pick))
+        await pilot.click("#rationale")
+        await pilot.press(*"yours", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
+        (said,) = [n.message for n in app.notices if n.title == "done"]
+        assert f"escalated to human ({pick}): successor" in said
+    successor = state(demo, state(demo, o.id).successor)
+    assert successor.consumer == "human"
+    lines = (demo / ".regulator" / "addressees.ndjson").read_text().splitlines()
+    assert [json.loads(line)["obligationId"] for line in lines] == [successor.id]
+    assert json.loads(lines[0])["person"] == pick and json.loads(lines[0])["by"] == "alice"
+    # Owed to that person: shown so, and in "owed to me" for them alone.
+    for person, listed in (("alice", False), ("bob", True)):
+        room = app_for(demo, person=person)
+        async with room.run_test(size=(160, 48)) as pilot:
+            await on_the_inbox(pilot)
+            keys = [k for k in inbox(room).keys if k.oid == successor.id]
+            assert bool(keys) == listed, person
+            model = room.models[0]
+            assert model.owed_to(model.log.obligations[successor.id]) == pick
+            if keys:
+                inbox(room).move_to(keys[0])
+                await pilot.pause(0.2)  # the detail follows once the cursor rests
+                detail = room.screen.query_one("#detail", ObligationDetail)
+                assert "owed to bob" in str(detail.render()).splitlines()[0]
+                row = inbox(room).render_row(keys[0])
+                assert "bob" in [str(cell) for cell in row]
 
 
 # --- finding things ---------------------------------------------------------------------------

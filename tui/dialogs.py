@@ -37,6 +37,7 @@ from regulator.protocol.obligations import ObligationState
 from regulator.protocol.vocab import CONSUMERS, DISPOSITIONS, TERMINAL_STATUSES
 from regulator.rules.answers import disposition_for_answer
 from regulator.rules.authority import check_disposition_authority, owed_to_s5
+from regulator.rules.dispositions import addressee_refusal
 from regulator.rules.execution import contract_changes
 from regulator.rules.ledger import Actor, Ledger, definition_label
 from regulator.rules.recovery import RECOVERY_DECISION_CONCERN, waiting_on
@@ -608,8 +609,9 @@ class AcknowledgeDialog(ObligationDialog):
 
 class EscalateDialog(ObligationDialog):
     """Hand the obligation to another consumer: each shown as a role, with the people of the
-    policy who may decide it there; on success the dialog closes and the room says the
-    successor (kept in the notifications log)."""
+    policy who may decide it there, then to one person (owed to ``human``, addressed to them)
+    for each person the policy lets decide it; on success the dialog closes and the room says
+    the successor (kept in the notifications log)."""
 
     TITLE_TEXT = "Escalate"
 
@@ -630,16 +632,30 @@ class EscalateDialog(ObligationDialog):
         ]
         return ", ".join(names) if names else f"nobody in the policy may decide it at {severity}"
 
+    def people(self) -> list[str]:
+        """The people this obligation may be escalated to by name: those the policy lets
+        disposition it at its severity (the check the escalation itself makes)."""
+        policy = self.model.interaction_policy()
+        if policy is None:  # a remote instance's people are its own policy's: none offered
+            return []
+        severity = self.obligation.severity
+        return [
+            p.name for p in policy.people if addressee_refusal(policy, p.name, severity) is None
+        ]
+
     def body(self) -> ComposeResult:
         yield Static(
             Text(
-                f"Owed to {self.obligation.consumer} now."
-                " A successor is opened for the consumer you pick;"
+                f"Owed to {self.model.owed_to(self.obligation)} now."
+                " A successor is opened for the consumer or the person you pick;"
                 " this one closes as escalated."
             )
         )
         consumers = [c for c in CONSUMERS if c != self.obligation.consumer]
         self.consumers = consumers
+        # What each option escalates to: (consumer, the one person or None).
+        self.targets: list[tuple[str, str | None]] = [(c, None) for c in consumers]
+        self.targets += [("human", name) for name in self.people()]
         yield OptionList(
             *[
                 Option(
@@ -651,6 +667,18 @@ class EscalateDialog(ObligationDialog):
                     id=c.replace("*", "star"),
                 )
                 for c in consumers
+            ],
+            *[
+                Option(
+                    Text.assemble(
+                        ("a person: ", "bold"),
+                        (name, "bold"),
+                        (" — owed to human, delivered to this person alone", "dim"),
+                    ),
+                    id=f"person-{i}",
+                )
+                for i, (_, name) in enumerate(self.targets[len(consumers) :])
+                if name is not None
             ],
             id="consumers",
         )
@@ -671,7 +699,7 @@ class EscalateDialog(ObligationDialog):
     @on(Button.Pressed, "#escalate")
     def _escalate(self) -> None:
         options = self.query_one("#consumers", OptionList)
-        to = self.consumers[options.highlighted or 0]
+        to, person = self.targets[options.highlighted or 0]
         rationale = self.query_one("#rationale", Input).value
         if not rationale.strip():
             self.query_one("#rationale", Input).add_class("-invalid")
@@ -690,9 +718,11 @@ class EscalateDialog(ObligationDialog):
                 self.actor,
                 to=to,
                 rationale=rationale,
+                person=person,
             )
+            whom = f"{to} ({person})" if person is not None else to
             return Done(
-                f"{self.obligation.id[:8]} escalated to {to}: successor"
+                f"{self.obligation.id[:8]} escalated to {whom}: successor"
                 f" {result.successor.id[:8]} is now what is owed",
                 result.successor.id,
             )

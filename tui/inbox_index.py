@@ -163,13 +163,15 @@ class InboxIndex:
         person = policy.person(self.person) if policy and self.person else None
         return SEVERITY_ORDER[person.resolve_up_to] if person is not None else None
 
-    def _in_preset(self, o: ObligationState, limit: int | None) -> bool:
+    def _in_preset(self, o: ObligationState, limit: int | None, addressee: str | None) -> bool:
         preset = PRESETS[self.preset]
         if preset != "everything" and o.status in TERMINAL_STATUSES:
             return False
         if preset == "owed to me":
             # Owed to a person, within what the acting person may disposition (nobody named:
-            # every person's share).
+            # every person's share), and not escalated to somebody else.
+            if addressee is not None and self.person and addressee != self.person:
+                return False
             return o.consumer == "human" and (limit is None or limit >= SEVERITY_ORDER[o.severity])
         return True
 
@@ -250,7 +252,10 @@ class InboxIndex:
                 model.lock.release()
             limit = self._limit(model)
             in_preset = self._in_preset
-            rows.extend((*sort_key(o), index, o.id) for o in source if in_preset(o, limit))
+            addressee = model.addressee
+            rows.extend(
+                (*sort_key(o), index, o.id) for o in source if in_preset(o, limit, addressee(o))
+            )
         rows.sort()
         self._base = rows
         where: dict[int, dict[str, SortKey]] = {}
@@ -285,7 +290,7 @@ class InboxIndex:
                     if at < len(rows) and rows[at] == old:
                         del rows[at]
             o = model.log.obligations.get(oid)
-            if o is None or not self._in_preset(o, limit):
+            if o is None or not self._in_preset(o, limit, model.addressee(o)):
                 continue
             sk: SortKey = (*sort_key(o), index, oid)
             insort(base, sk)

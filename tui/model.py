@@ -33,7 +33,7 @@ from regulator.protocol.errors import RegulatorError
 from regulator.protocol.execution import Lease, UnitRecord
 from regulator.protocol.interaction import InteractionRequested
 from regulator.protocol.obligations import ObligationOpened, ObligationState
-from regulator.protocol.ours import Receipt
+from regulator.protocol.ours import Addressee, Receipt
 from regulator.protocol.policies import InteractionPolicy, Person
 from regulator.protocol.vocab import SEVERITY_ORDER, TERMINAL_STATUSES
 from regulator.rules import dispositions
@@ -69,6 +69,10 @@ class Changes:
 
 def _parse_receipt(raw: bytes) -> Receipt:
     return load_record(Receipt, raw)
+
+
+def _parse_addressee(raw: bytes) -> Addressee:
+    return load_record(Addressee, raw)
 
 
 class Acts:
@@ -127,9 +131,10 @@ class Acts:
         *,
         to: str,
         rationale: str,
+        person: str | None = None,
     ) -> Escalation:
         return dispositions.escalate(
-            ledger, _loaded(policy), ref, by, actor, to=to, rationale=rationale
+            ledger, _loaded(policy), ref, by, actor, to=to, rationale=rationale, person=person
         )
 
 
@@ -158,6 +163,11 @@ class InstanceModel:
         self._receipts: TailReader[Receipt] = TailReader(
             self.layout.receipts, _parse_receipt, label=self.layout.label(self.layout.receipts)
         )
+        self._addressees: TailReader[Addressee] = TailReader(
+            self.layout.addressees,
+            _parse_addressee,
+            label=self.layout.label(self.layout.addressees),
+        )
         # The canaries, credential shapes and the secrets the channels use, as the CLI has.
         self.redactor = Redactor.for_layout(self.layout)
         self._policy: InteractionPolicy | None = None
@@ -167,6 +177,8 @@ class InstanceModel:
     def _init_counts(self) -> None:
         """What the screens read, empty until the first fold (shared with a remote model)."""
         self.seen: dict[str, set[str]] = {}
+        # Obligation id → the one person it was escalated to (``addressees.ndjson``).
+        self.addressees: dict[str, str] = {}
         self.units: dict[str, UnitRecord] = {}
         self.leases: list[Lease] = []
         self.record_problems: list[str] = []
@@ -209,7 +221,7 @@ class InstanceModel:
     def _read_stamps(self) -> tuple[tuple[int, int, int] | None, ...]:
         """What a fold reads, as ``stat`` sees it: the log and the receipts."""
         out: list[tuple[int, int, int] | None] = []
-        for path in (self.log.path, self.layout.receipts):
+        for path in (self.log.path, self.layout.receipts, self.layout.addressees):
             try:
                 st = path.stat()
             except OSError:
@@ -273,6 +285,15 @@ class InstanceModel:
         for receipt in receipts:
             self.seen.setdefault(receipt.obligation_id, set()).add(receipt.person)
             changes.touched.add(receipt.obligation_id)
+            changes.obligations = True
+        try:
+            addressed = self._addressees.refresh().items
+        except StoreError as exc:
+            addressed = []
+            self.unreadable.append(str(exc))
+        for line in addressed:
+            self.addressees[line.obligation_id] = line.person
+            changes.touched.add(line.obligation_id)
             changes.obligations = True
         touched_paths = list(paths) if paths is not None else None
         if changes.full or touched_paths is None or any(map(self._is_unit_file, touched_paths)):
@@ -359,6 +380,7 @@ class InstanceModel:
             self.unreadable
             + [str(p) for p in self.log.problems]
             + [str(p) for p in self._receipts.problems]
+            + [str(p) for p in self._addressees.problems]
             + self.record_problems
         )
 
@@ -367,6 +389,19 @@ class InstanceModel:
 
     def instance_veto(self) -> list[ObligationState]:
         return list(self.veto.values())
+
+    def addressee(self, o: ObligationState) -> str | None:
+        """The one person ``o`` is owed to: escalated to them (``addressees.ndjson``), owed to
+        ``human``, and a person the policy still lists; else None (every person's share)."""
+        name = self.addressees.get(o.id)
+        if name is None or o.consumer != "human":
+            return None
+        policy = self.interaction_policy()
+        return name if policy is not None and policy.person(name) is not None else None
+
+    def owed_to(self, o: ObligationState) -> str:
+        """Whom ``o`` is owed to, as the inbox and the detail say it: a person, or a consumer."""
+        return self.addressee(o) or o.consumer
 
     def owed_to_person(self) -> list[ObligationState]:
         return list(self.owed.values())

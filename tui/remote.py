@@ -167,13 +167,17 @@ class RemoteActs(Acts):
         *,
         to: str,
         rationale: str,
+        person: str | None = None,
     ) -> Escalation:
-        out = self._run("obligation", "escalate", ref, "--by", by, "--to", to,
+        # The dialog offers no person for a remote instance (the people are the remote
+        # policy's, not known here); the remote CLI would check one as it checks ``--by``.
+        named = ["--person", person] if person is not None else []
+        out = self._run("obligation", "escalate", ref, "--by", by, "--to", to, *named,
                         "--rationale", rationale)  # fmt: skip
         found = re.search(r"successor (\S+) is now", out)
         o = self.model.log.obligations[ref]
         successor = o.replace(**{"id": found.group(1) if found else "?"})
-        return Escalation(o, successor)
+        return Escalation(o, successor, person)
 
 
 class RemoteInstanceModel(InstanceModel):

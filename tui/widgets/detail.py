@@ -53,7 +53,7 @@ class ObligationDetail(Widget):
         r = model.redactor
         text = Text()
         text.append(
-            f"{SEVERITY_GLYPH[o.severity]} {o.severity} · {o.status} · owed to {o.consumer}",
+            f"{SEVERITY_GLYPH[o.severity]} {o.severity} · {o.status} · owed to {model.owed_to(o)}",
             style="bold",
         )
         if o.blocks and o.status not in TERMINAL_STATUSES:

@@ -93,7 +93,7 @@ class InboxTable(RowTable[RowKey]):
             Text(f"{SEVERITY_GLYPH[o.severity]} {o.severity}", style=style(o.severity)),
             Text("■ veto" if vetoes else "", style=style("veto")),
             Text(f"{STATUS_GLYPH[o.status]} {o.status[:4]}"),
-            Text(o.consumer),
+            Text(model.owed_to(o)),
             Text(o.concern.replace("-signal", "").replace("-decision", "")),
             # "new" until opened, and not once closed: nothing is left to attend to there.
             (Text("● new ", style=style("new")) + subject)
