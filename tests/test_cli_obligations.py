@@ -566,3 +566,13 @@ def test_a_person_needs_to_human(instance: Path) -> None:
     )
     assert bad.returncode == 2 and "--person: only an escalation --to human" in bad.stderr
     assert snapshot(instance) == before
+
+
+def test_doctor_names_a_bad_addressee_line(instance: Path) -> None:
+    oid = open_one(instance)
+    assert escalate_to(instance, oid, "--person", "bob").returncode == 0
+    assert run_cli("doctor", cwd=instance).returncode == 0
+    with (instance / ".regulator" / "addressees.ndjson").open("a") as out:
+        out.write('{"obligationId": "x", "by": "alice", "at": "2026-12-01T00:00:00.000Z"}\n')
+    bad = run_cli("doctor", cwd=instance)
+    assert bad.returncode != 0 and "addressees.ndjson:2" in bad.stdout + bad.stderr
