@@ -167,3 +167,28 @@ def test_the_shell_parser_loads_for_a_bash_command_not_for_a_read(instance: Path
         "tree_sitter",
         "tree_sitter_bash",
     ]
+
+
+LISTING = """
+import sys
+from regulator.cli.main import main
+try:
+    main({args!r})
+except SystemExit:
+    pass
+print(sorted(m for m in sys.modules if m in ("pydantic", "yaml", "regulator.protocol.policies")))
+"""
+
+
+def test_listing_obligations_reads_no_policy(instance: Path) -> None:
+    # `obligations` only reads the log: the policies' pydantic models (~100 ms of a start)
+    # come with a command that reads a policy, not with the authority check's module.
+    for args in (["obligations", "--json"], ["obligations", "--all"]):
+        done = subprocess.run(
+            [sys.executable, "-c", LISTING.format(args=args)],
+            capture_output=True,
+            text=True,
+            cwd=instance,
+            check=True,
+        )
+        assert done.stdout.strip().splitlines()[-1] == "[]", args

@@ -10,10 +10,15 @@ from __future__ import annotations
 import os
 import pwd
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from regulator.protocol.obligations import ObligationState
-from regulator.protocol.policies import InteractionPolicy
 from regulator.protocol.vocab import severity_at_least
+
+if TYPE_CHECKING:
+    # The policy's pydantic models are the caller's to import: a command that only reads the
+    # log (``obligations``, the room's stream) takes process_os_user from here without them.
+    from regulator.protocol.policies import InteractionPolicy
 
 
 def process_os_user() -> str:
