@@ -40,6 +40,8 @@ from regulator.views.describe import describe_obligation
 from regulator.views.redaction import MIN_CANARY_CHARS, REDACTED, Redactor
 
 if TYPE_CHECKING:
+    from regulator.host.channels import ChannelDelivery
+
     # Imported where a status is built: `obligations --json` redacts its list with this
     # module's writer and does not load the policies (nor their loader and YAML).
     from regulator.policy import Definition
@@ -149,8 +151,6 @@ def waiting_lines(layout: Layout, log: RegulatoryLog, now: datetime | None = Non
     reached through ``serve --http``): what it is, where it went, how long it has left."""
     from datetime import timedelta
 
-    from regulator.host.channels import ChannelDelivery, read_deliveries
-    from regulator.host.reach import where_asked
     from regulator.protocol.clock import parse_iso, system_clock
     from regulator.protocol.vocab import TERMINAL_STATUSES
 
@@ -170,6 +170,10 @@ def waiting_lines(layout: Layout, log: RegulatoryLog, now: datetime | None = Non
             continue
         if left.total_seconds() <= 0:
             continue
+        # The channels' machinery loads for a question that still waits, not for every view.
+        from regulator.host.channels import read_deliveries
+        from regulator.host.reach import where_asked
+
         if sent is None:
             sent = {}
             for d in read_deliveries(layout)[0]:
