@@ -13,15 +13,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import regex
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from regulator.policy import load_definition
 from regulator.policy.agent_effects import (
     AgentRules,
     agent_rules,
+    check_pattern,
     classify,
     load_agent_effects,
     load_agent_effects_file,
+    tool_matches,
 )
 from regulator.policy.loader import PolicyError, shipped_policies_dir
 from regulator.policy.shell import MAX_BYTES, parse
@@ -464,6 +469,51 @@ def test_a_tool_pattern_is_checked_by_the_engine_that_matches_it(tmp_path: Path)
 
     (problem,) = _problems(_definition_with(tmp_path, edit))
     assert "agents.claude-code.consent[0].tool: not a regular expression" in problem
+
+
+_NAME = st.text(alphabet="AaBb_1.|()*?+[]^$\\-", min_size=0, max_size=6)
+
+
+@settings(max_examples=600, deadline=None)
+@given(pattern=_NAME, tool=_NAME)
+def test_a_pattern_of_names_is_decided_as_the_regex_engine_decides_it(
+    pattern: str, tool: str
+) -> None:
+    # Names joined by `|` are matched without the engine: the answer must be the engine's, and
+    # a pattern the engine refuses must still be refused.
+    try:
+        regex.compile(pattern)
+        valid = True
+    except regex.error:
+        valid = False
+    try:
+        check_pattern(pattern)
+        checked = True
+    except ValueError:
+        checked = False
+    assert checked == valid, pattern
+    if valid:
+        expected = regex.fullmatch(pattern, tool) is not None
+        assert tool_matches(pattern, tool) == expected, (pattern, tool)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "tool", "matched"),
+    [
+        ("Write|Edit", "Edit", True),
+        ("Write|Edit", "WriteEdit", False),
+        ("Write|Edit", "Write|Edit", False),
+        ("Bash", "bash", False),
+        ("Bash", "Bash ", False),
+        ("Bash", "Bash\n", False),
+        ("mcp__x", "mcp__x", True),
+    ],
+)
+def test_a_pattern_of_names_matches_a_whole_name_only(
+    pattern: str, tool: str, matched: bool
+) -> None:
+    assert tool_matches(pattern, tool) is matched
+    assert (regex.fullmatch(pattern, tool) is not None) is matched
 
 
 def test_the_definitions_list_decides_what_only_reads(tmp_path: Path) -> None:

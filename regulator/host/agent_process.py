@@ -18,14 +18,16 @@ never taken for gone (:func:`process_gone`). The files are
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
+
+if TYPE_CHECKING:
+    # Loaded by the functions that start a process: the hook finds registrations, never starts.
+    import subprocess
 
 from regulator.store import (
     Layout,
@@ -280,6 +282,9 @@ def spawn(
     Otherwise a quick agent could call regulator before its registration exists. A command that
     cannot be found raises ``FileNotFoundError``, as ``Popen`` does.
     """
+    import shutil
+    import subprocess
+
     path = (env or os.environ).get("PATH")
     if shutil.which(argv[0], path=path) is None:
         raise FileNotFoundError(2, "No such file or directory", argv[0])
@@ -324,6 +329,8 @@ def run_registered(
     For the project's own code the host runs at closeout (its tests): the agent wrote that code,
     so whatever it starts is known as the unit's, and never as a person.
     """
+    import subprocess
+
     proc = spawn(
         layout,
         argv,

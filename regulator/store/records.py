@@ -9,7 +9,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import secrets
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -47,7 +46,9 @@ def dumps_pretty(obj: Any) -> bytes:
 
 def _temp_name(name: str) -> str:
     # A dot name: globs like ``contract.v*.json`` and directory listings of units never see it.
-    return f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    # os.urandom is what secrets.token_hex reads, without the secrets module's imports (hmac,
+    # hashlib), which every command, the hook among them, would pay at start.
+    return f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
 
 
 def _write_temp(dir_fd: int, split: SplitPath, data: bytes) -> str:
