@@ -732,6 +732,51 @@ def test_an_answer_code_matches_letter_for_letter_ignoring_only_ascii_case(inst:
     assert answer_codes.check(inst.layout, oid, "alice", code.lower(), inst.clock)
 
 
+def test_the_answer_logs_lines_are_closed_records_a_bad_one_authorizes_nothing(
+    inst: Instance,
+) -> None:
+    from regulator.host import answer_links
+    from regulator.protocol.ours import ANSWER_CODES, ANSWER_LINKS
+    from regulator.store.logs import instance_logs, read_log
+
+    oid = inst.ask()
+    code = answer_codes.issue(inst.layout, oid, "alice", "k", inst.clock)
+    token = answer_links.issue(inst.layout, oid, "alice", "phone", "k", inst.clock)
+    codes, links = inst.layout.answer_codes, inst.layout.answer_links
+    # Written as the log's closed records: field for field what the reader takes back.
+    (line,) = codes.read_bytes().splitlines()
+    assert list(json.loads(line)) == [
+        *("type", "id", "obligationId", "person", "key", "salt", "hash", "at", "expiresAt")
+    ]
+    assert ANSWER_CODES.read(codes.read_bytes())[0][0].person == "alice"
+    assert ANSWER_LINKS.read(links.read_bytes())[0][0].channel == "phone"
+    # The issued line bent by hand: an id that is no string, an unknown field, a salt that is
+    # not hex. Each is skipped, so the code it held answers nothing.
+    issued = json.loads(line)
+    for bent in ({"id": 7}, {"extra": 1}, {"salt": "zz"}):
+        codes.write_text(json.dumps({**issued, **bent}) + "\n")
+        with pytest.raises(answer_codes.CodeRefused, match="no answer code was sent"):
+            answer_codes.check(inst.layout, oid, "alice", code, inst.clock)
+    codes.write_text(line.decode() + "\n")
+    code_id = answer_codes.check(inst.layout, oid, "alice", code, inst.clock)
+    answer_codes.consume(inst.layout, code_id, inst.clock)
+    # A used line of the other log's shape is a used line of either: one reader for both.
+    link = answer_links.check(inst.layout, token, inst.clock)
+    answer_links.consume(inst.layout, link.id, inst.clock)
+    assert (
+        codes.read_bytes().splitlines()[1].split(b'"id"')[0]
+        == links.read_bytes().splitlines()[1].split(b'"id"')[0]
+    )
+    # doctor's catalogue names a refused line by file and line, in one line.
+    with codes.open("a") as out:
+        out.write('{"type": "used", "id": ""}\n')
+    (spec,) = [s for s in instance_logs(inst.layout) if s.path == codes]
+    _, problems = read_log(inst.layout, spec)
+    assert [str(p) for p in problems] == [
+        f"{inst.layout.label(codes)}:3: used: id: expected `str` of length >= 1 (got '')"
+    ], problems
+
+
 def test_a_channel_message_says_replies_are_not_read_and_carries_record_text_inert(
     inst: Instance, web: Web
 ) -> None:

@@ -20,17 +20,16 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-import orjson
+import msgspec
 
 from regulator.protocol.clock import Clock, now_iso, parse_iso
 from regulator.protocol.errors import Refused
-from regulator.store import Layout, RecordNotFound, dumps_line, locked_log, read_bytes
+from regulator.protocol.ours import ANSWER_CODES, AnswerUsed, IssuedCode
+from regulator.store import Layout, RecordNotFound, locked_log, read_bytes
 
-CODES_FILE = "answer-codes.ndjson"
 TTL = timedelta(hours=24)
 # No 0/O, 1/I/L or U: a code read off a phone is typed without guessing which it was.
 ALPHABET = "23456789ABCDEFGHJKMNPQRSTVWXYZ"
@@ -43,7 +42,7 @@ class CodeRefused(Refused):
 
 
 def codes_path(layout: Layout) -> Path:
-    return layout.state / CODES_FILE
+    return layout.answer_codes
 
 
 def normalize(code: str) -> str:
@@ -66,58 +65,27 @@ def issue(layout: Layout, obligation_id: str, person: str, key: str, clock: Cloc
     code = new_code()
     salt = secrets.token_bytes(16)
     now = clock()
-    record = {
-        "type": "issued",
-        "id": secrets.token_hex(8),
-        "obligationId": obligation_id,
-        "person": person,
-        "key": key,
-        "salt": salt.hex(),
-        "hash": _hash(code, salt),
-        "at": now_iso(lambda: now),
-        "expiresAt": now_iso(lambda: now + TTL),
-    }
+    record = IssuedCode(
+        id=secrets.token_hex(8),
+        obligation_id=obligation_id,
+        person=person,
+        key=key,
+        salt=salt.hex(),
+        hash=_hash(code, salt),
+        at=now_iso(lambda: now),
+        expires_at=now_iso(lambda: now + TTL),
+    )
     with locked_log(codes_path(layout)) as out:
-        out.append([dumps_line(record)])
+        out.append([msgspec.json.encode(record)])
     return code
 
 
-@dataclass(frozen=True, slots=True)
-class _Issued:
-    id: str
-    obligation_id: str
-    person: str
-    salt: bytes
-    hash: str
-    expires_at: str
-
-
-def _read(layout: Layout) -> tuple[list[_Issued], set[str]]:
+def _read(layout: Layout) -> tuple[list[IssuedCode], set[str]]:
     try:
         data = read_bytes(codes_path(layout))
     except RecordNotFound:
         return [], set()
-    issued: list[_Issued] = []
-    used: set[str] = set()
-    for raw in data.split(b"\n"):
-        try:
-            item = orjson.loads(raw)
-            if item["type"] == "issued":
-                issued.append(
-                    _Issued(
-                        str(item["id"]),
-                        str(item["obligationId"]),
-                        str(item["person"]),
-                        bytes.fromhex(item["salt"]),
-                        str(item["hash"]),
-                        str(item["expiresAt"]),
-                    )
-                )
-            elif item["type"] == "used":
-                used.add(str(item["id"]))
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-            continue  # a bad line authorizes nothing
-    return issued, used
+    return ANSWER_CODES.read(data)
 
 
 def check(layout: Layout, obligation_id: str, person: str, code: str, clock: Clock) -> str:
@@ -128,7 +96,7 @@ def check(layout: Layout, obligation_id: str, person: str, code: str, clock: Clo
         raise CodeRefused(f"no answer code was sent to {person} for obligation {obligation_id[:8]}")
     now = clock()
     for item in mine:
-        if not hmac.compare_digest(_hash(code, item.salt), item.hash):
+        if not hmac.compare_digest(_hash(code, bytes.fromhex(item.salt)), item.hash):
             continue
         if item.id in used:
             raise CodeRefused("this answer code was used already: a code works once")
@@ -147,4 +115,4 @@ def check(layout: Layout, obligation_id: str, person: str, code: str, clock: Clo
 def consume(layout: Layout, code_id: str, clock: Clock) -> None:
     """Mark an issued code used: it authorizes nothing more."""
     with locked_log(codes_path(layout)) as out:
-        out.append([dumps_line({"type": "used", "id": code_id, "at": now_iso(clock)})])
+        out.append([msgspec.json.encode(AnswerUsed(id=code_id, at=now_iso(clock)))])

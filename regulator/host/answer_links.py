@@ -16,17 +16,16 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-import orjson
+import msgspec
 
 from regulator.protocol.clock import Clock, now_iso, parse_iso
 from regulator.protocol.errors import Refused
-from regulator.store import Layout, RecordNotFound, dumps_line, locked_log, read_bytes
+from regulator.protocol.ours import ANSWER_LINKS, AnswerUsed, IssuedLink
+from regulator.store import Layout, RecordNotFound, locked_log, read_bytes
 
-LINKS_FILE = "answer-links.ndjson"
 TTL = timedelta(hours=24)
 PATH_PREFIX = "/a/"
 
@@ -40,7 +39,7 @@ class LinkRefused(Refused):
 
 
 def links_path(layout: Layout) -> Path:
-    return layout.state / LINKS_FILE
+    return layout.answer_links
 
 
 def digest(token: str) -> str:
@@ -51,15 +50,8 @@ def url_for(base: str, token: str) -> str:
     return f"{base.rstrip('/')}{PATH_PREFIX}{token}"
 
 
-@dataclass(frozen=True, slots=True)
-class Link:
-    """One issued link, as its record keeps it (never the token)."""
-
-    id: str
-    obligation_id: str
-    person: str
-    channel: str
-    expires_at: str
+#: One issued link, as its record keeps it (never the token).
+Link = IssuedLink
 
 
 def issue(
@@ -68,19 +60,18 @@ def issue(
     """A new token for ``person`` to answer ``obligation_id`` from ``channel``'s message."""
     token = secrets.token_urlsafe(32)
     now = clock()
-    record = {
-        "type": "issued",
-        "id": secrets.token_hex(8),
-        "obligationId": obligation_id,
-        "person": person,
-        "channel": channel,
-        "key": key,
-        "hash": digest(token),
-        "at": now_iso(lambda: now),
-        "expiresAt": now_iso(lambda: now + TTL),
-    }
+    record = IssuedLink(
+        id=secrets.token_hex(8),
+        obligation_id=obligation_id,
+        person=person,
+        channel=channel,
+        key=key,
+        hash=digest(token),
+        at=now_iso(lambda: now),
+        expires_at=now_iso(lambda: now + TTL),
+    )
     with locked_log(links_path(layout)) as out:
-        out.append([dumps_line(record)])
+        out.append([msgspec.json.encode(record)])
     return token
 
 
@@ -90,24 +81,8 @@ def _read(layout: Layout) -> tuple[dict[str, Link], set[str]]:
         data = read_bytes(links_path(layout))
     except RecordNotFound:
         return {}, set()
-    issued: dict[str, Link] = {}
-    used: set[str] = set()
-    for raw in data.split(b"\n"):
-        try:
-            item = orjson.loads(raw)
-            if item["type"] == "issued":
-                issued[str(item["hash"])] = Link(
-                    str(item["id"]),
-                    str(item["obligationId"]),
-                    str(item["person"]),
-                    str(item["channel"]),
-                    str(item["expiresAt"]),
-                )
-            elif item["type"] == "used":
-                used.add(str(item["id"]))
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-            continue  # a bad line authorizes nothing
-    return issued, used
+    issued, used = ANSWER_LINKS.read(data)
+    return {link.hash: link for link in issued}, used
 
 
 def check(layout: Layout, token: str, clock: Clock) -> Link:
@@ -133,4 +108,4 @@ def check(layout: Layout, token: str, clock: Clock) -> Link:
 def consume(layout: Layout, link_id: str, clock: Clock) -> None:
     """Mark a link used: it answers nothing more."""
     with locked_log(links_path(layout)) as out:
-        out.append([dumps_line({"type": "used", "id": link_id, "at": now_iso(clock)})])
+        out.append([msgspec.json.encode(AnswerUsed(id=link_id, at=now_iso(clock)))])

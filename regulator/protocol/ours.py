@@ -6,17 +6,22 @@
 as seen); ``addressees.ndjson`` that an obligation escalated to ``human`` is owed to one
 named person, not to everyone the policy lists; ``presence/<host>-<pid>.json`` that a control
 room is open for a person; ``serve.json`` that ``regulator serve`` is running (and where its
-answer pages are).
+answer pages are); ``answer-codes.ndjson`` and ``answer-links.ndjson`` the one-time answer codes
+and links sent to people (their hashes only), and those used.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Annotated, Generic, Literal, TypeVar
 
 import msgspec
 
-from regulator.protocol.base import Record
+from regulator.protocol.base import Record, TypedRecord
 from regulator.protocol.evidence import NonEmptyStr
+
+if TYPE_CHECKING:
+    from regulator.protocol.entry import LineDecoder
 
 Via = Literal["cli", "room", "mcp", "loop", "link"]
 
@@ -82,3 +87,87 @@ class ServeLiveness(Record):
     # The base of the answer pages' links (``--public-url``, else the address served); None:
     # no ``--http``, so a message carries no link and nobody is reachable through this server.
     answer_url: NonEmptyStr | None = None
+
+
+# --- one-time answers: answer-codes.ndjson, answer-links.ndjson ----------------------------------
+
+Hex = Annotated[str, msgspec.Meta(pattern="^(?:[0-9a-f]{2})+$")]
+
+
+class IssuedCode(TypedRecord, tag="issued"):
+    """An answer code sent to ``person`` for ``obligation_id``: its salted PBKDF2 hash, never
+    the code (``regulator.host.answer_codes``)."""
+
+    id: NonEmptyStr
+    obligation_id: NonEmptyStr
+    person: NonEmptyStr
+    key: str
+    salt: Hex
+    hash: Hex
+    at: NonEmptyStr
+    expires_at: NonEmptyStr
+
+
+class IssuedLink(TypedRecord, tag="issued"):
+    """An answer link sent to ``person`` on ``channel`` for ``obligation_id``: the SHA-256 of
+    its token, never the token (``regulator.host.answer_links``)."""
+
+    id: NonEmptyStr
+    obligation_id: NonEmptyStr
+    person: NonEmptyStr
+    channel: NonEmptyStr
+    key: str
+    hash: Hex
+    at: NonEmptyStr
+    expires_at: NonEmptyStr
+
+
+class AnswerUsed(TypedRecord, tag="used"):
+    """The issued code or link ``id`` answered once: it authorizes nothing more."""
+
+    id: NonEmptyStr
+    at: NonEmptyStr
+
+
+IssuedT = TypeVar("IssuedT", IssuedCode, IssuedLink)
+
+
+class IssuedLog(Generic[IssuedT]):
+    """The lines of one log of one-time answers: each ``issued`` as ``issued`` (its struct) or
+    ``used``. One reader for both logs, so that codes and links are held to the same lines."""
+
+    def __init__(self, issued: type[IssuedT]) -> None:
+        self._issued: type[IssuedT] = issued
+        self._lines: LineDecoder[IssuedT | AnswerUsed] | None = None
+
+    def parse(self, raw: bytes | str) -> IssuedT | AnswerUsed:
+        """One line, or ``ValueError`` saying why in one line (``issued: hash: …``)."""
+        if self._lines is None:  # built on first use: the log's decoders are entry's
+            from regulator.protocol.entry import LineDecoder
+
+            self._lines = LineDecoder(self._issued | AnswerUsed)
+        return self._lines.decode(raw)
+
+    def read(self, data: bytes) -> tuple[list[IssuedT], set[str]]:
+        """The issued records of a log's bytes, and the ids used. A line refused here
+        authorizes nothing and is skipped (``doctor`` names it, with its line)."""
+        issued: list[IssuedT] = []
+        used: set[str] = set()
+        for item in self._valid(data):
+            if isinstance(item, AnswerUsed):
+                used.add(item.id)
+            else:
+                issued.append(item)
+        return issued, used
+
+    def _valid(self, data: bytes) -> Iterator[IssuedT | AnswerUsed]:
+        for raw in data.split(b"\n"):
+            if raw.strip():
+                try:
+                    yield self.parse(raw)
+                except ValueError:
+                    continue
+
+
+ANSWER_CODES: IssuedLog[IssuedCode] = IssuedLog(IssuedCode)
+ANSWER_LINKS: IssuedLog[IssuedLink] = IssuedLog(IssuedLink)

@@ -184,6 +184,14 @@ class Layout:
     def addressees(self) -> Path:
         return self.state / "addressees.ndjson"
 
+    @property
+    def answer_codes(self) -> Path:
+        return self.state / "answer-codes.ndjson"
+
+    @property
+    def answer_links(self) -> Path:
+        return self.state / "answer-links.ndjson"
+
     # -- units ----------------------------------------------------------------------------
 
     @property

@@ -24,7 +24,7 @@ from regulator.protocol.execution import (
     WorkContract,
 )
 from regulator.protocol.memory import parse_memory_line
-from regulator.protocol.ours import Addressee, Provenance, Receipt
+from regulator.protocol.ours import ANSWER_CODES, ANSWER_LINKS, Addressee, Provenance, Receipt
 from regulator.store import Layout, StoreError
 from regulator.store.ndjson import Problem, TailReader
 from regulator.store.records import read_bytes
@@ -52,6 +52,8 @@ def instance_logs(layout: Layout) -> list[LogSpec]:
         LogSpec(layout.provenance, model_parser(Provenance)),
         LogSpec(layout.receipts, model_parser(Receipt)),
         LogSpec(layout.addressees, model_parser(Addressee)),
+        LogSpec(layout.answer_codes, ANSWER_CODES.parse),
+        LogSpec(layout.answer_links, ANSWER_LINKS.parse),
     ]
     for unit_id in layout.list_units():
         logs += [
