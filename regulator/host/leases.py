@@ -34,7 +34,9 @@ DEFAULT_LEASE_TTL_MS = 10 * 60 * 1000
 
 
 class LeaseError(HostFailure):
-    """A lease operation refused; nothing was written."""
+    """A lease that cannot be taken, renewed or given back now (held by another unit, expired,
+    gone): the machine's shared state, not the request; nothing was written, later may
+    succeed."""
 
 
 class LeaseHeld(LeaseError):
