@@ -1,9 +1,9 @@
-"""The benchmarks of quality.md, each beside its baseline: ``python benchmarks/run.py``.
+"""The benchmarks of docs/design.md#performance-targets, each beside its baseline.
 
 Prints ONE table — figure, target, baseline, ratio, pass/fail — and exits 1 when a target is
 missed (or a benchmark broke). Every figure is measured in fresh processes in the same run as
 its baseline, so that a ratio holds on a noisy machine; absolute targets are the ones
-quality.md sets for a 2-core machine. The load average before and after is printed with the
+docs/design.md sets for a 2-core machine. The load average before and after is printed with the
 table, since other work on the machine moves the figures.
 
     python benchmarks/run.py                  # the full run (1,000,000-line instances)

@@ -1,4 +1,4 @@
-"""Leases: a unit's claim on its worktree, with an expiry (upstream-core §5.7).
+"""Leases: a unit's claim on its worktree, with an expiry (docs/design.md#leases-and-worktrees).
 
 A lease names the unit, its owner (``user@host``), the resource (the absolute worktree path) and
 the branch, with epoch-millisecond times. It is live while ``expiresAt > now``. A holder that

@@ -1,4 +1,4 @@
-"""The S3 loop: contract → dispatch → verify → route → close (upstream-core §4.1, §5, §6.4).
+"""The S3 loop: contract → dispatch → verify → route → close (docs/design.md#the-loop).
 
 ``dispatch`` runs one attempt behind the dispatch gate (attempt ceiling, veto, contract
 checks), records how it ended, and on a report runs the closeout: the host's own checks at the

@@ -1,4 +1,5 @@
-"""Isolation and reintegration: one git worktree and branch per unit (upstream-core §5.7).
+"""Isolation and reintegration: one git worktree and branch per unit
+(docs/design.md#leases-and-worktrees).
 
 ``start_unit`` claims the unit's lease, then creates branch ``unit/<id>`` from the base and
 checks it out under ``.regulator/worktrees/<id>``; ``finish_unit`` merges the branch back into
