@@ -1,4 +1,5 @@
-"""Lines in the original's shape, composed from upstream-core's field lists, for tests."""
+"""Lines in the original's shape, composed from the original's field lists (docs/design.md), for
+tests."""
 
 from __future__ import annotations
 

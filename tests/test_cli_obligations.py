@@ -335,8 +335,9 @@ def test_obligations_lists_what_is_open_and_show_replays_one(instance: Path) -> 
 def test_obligations_json_on_a_log_written_by_the_original_lists_what_it_would(
     instance: Path,
 ) -> None:
-    # Lines composed from upstream-core §2: two messages, two openings, an ack, a resolve, a
-    # note and a delivery, as the original's JSON.stringify writes them.
+    # Lines composed as docs/design.md#obligations-and-the-fold describes: two messages, two
+    # openings, an ack, a resolve, a note and a delivery, as the original's JSON.stringify writes
+    # them.
     m1 = message("audit-finding", "closeout refused", id="msg-1", unit="u1")
     m2 = message("constraint", "never push", id="msg-2")
     opened: list[dict[str, Any]] = [

@@ -1,7 +1,7 @@
 """The original's definition files load as they are, beside ours, and ``doctor`` compares.
 
 The fixtures under ``tests/fixtures/original/regulator/`` are written from the original's
-published shapes (upstream-core §3–§4 and its appendix) and placed as the original places them:
+published shapes (docs/design.md#policies) and placed as the original places them:
 ``workload/software-development.json``, ``profiles/*.json`` and ``policies/*.json`` (the budget
 policy as ``default.json``).
 """

@@ -99,7 +99,7 @@ def test_a_leases_directory_that_is_not_a_directory_is_refused_in_one_line_and_n
 ) -> None:
     plant(with_unit / ".regulator" / "leases", how, tmp_path / "elsewhere")
     refused = cli("unit", "status", cwd=with_unit)
-    assert refused.returncode == 1
+    assert refused.returncode == 4  # corrupt state
     no_traceback(refused)
     assert ".regulator/leases: is a" in refused.stderr
     doctor = cli("doctor", cwd=with_unit)
@@ -122,7 +122,7 @@ def test_a_symlinked_unit_directory_is_named_by_status_and_doctor_not_silently_d
     no_traceback(status)
     assert any(".regulator/units/u2: is a symlink" in p for p in _problems(status.stdout))
     shown = cli("unit", "show", "u2", cwd=with_unit)
-    assert shown.returncode == 1
+    assert shown.returncode == 4  # corrupt state
     no_traceback(shown)
     assert "units/u2: is a symlink" in shown.stderr
 
@@ -261,7 +261,7 @@ def test_a_policy_file_that_is_not_a_file_is_refused_not_replaced_by_the_shipped
     plant(policy, how, tmp_path / "elsewhere")
     for command in (["status"], ["answer", "abc", "--by", "alice", "--answer", "yes"]):
         refused = cli(*command, cwd=own_definition)
-        assert refused.returncode == 1, refused.stdout
+        assert refused.returncode == 4  # corrupt state, refused.stdout
         no_traceback(refused)
         assert "regulator/policies/interaction.yaml: is a" in refused.stderr
     doctor = cli("doctor", cwd=own_definition)
@@ -278,7 +278,7 @@ def test_a_policies_directory_that_is_not_a_directory_is_refused_not_passed_over
     plant(own_definition / "regulator" / "policies", how, tmp_path / "elsewhere")
     for command in (["status"], ["doctor"], ["signals", "route"]):
         refused = cli(*command, cwd=own_definition)
-        assert refused.returncode == 1
+        assert refused.returncode == 4  # corrupt state
         no_traceback(refused)
         assert "regulator/policies: is a" in refused.stderr
 

@@ -87,7 +87,8 @@ def test_every_problem_of_a_policy_is_listed_at_once(tmp_path: Path) -> None:
 
 
 def test_the_originals_json_policies_load_unchanged(tmp_path: Path) -> None:
-    # The original's routing.json and default.json, as it ships them (upstream-core §3.2, §4.2).
+    # The original's routing.json and default.json, as it ships them (docs/design.md#routing,
+    # #budgets-and-models).
     routing = {
         "name": "routing",
         "version": 1,
@@ -180,6 +181,6 @@ def test_status_refuses_a_bad_policy_with_a_one_line_message(instance: Path) -> 
         "name: recovery\nversion: [\n"
     )
     result = run_cli("status", cwd=instance)
-    assert result.returncode == 1
+    assert result.returncode == 4  # corrupt state
     assert result.stderr.startswith("regulator: regulator/policies/recovery.yaml:")
     assert "not valid YAML" in result.stderr

@@ -1,9 +1,9 @@
 """Every record the original writes reads into our models and writes back unchanged.
 
-Each case is a line (or file) composed from upstream-core's field lists the way the TypeScript
-regulator writes it: camelCase keys, compact JSON, optional fields present in some cases and
-absent in others. Reading it and writing it back must give the same keys with the same values
-and the same JSON types (an integer stays an integer).
+Each case is a line (or file) composed from the original's field lists (docs/design.md,
+docs/instance-format.md) the way the TypeScript regulator writes it: camelCase keys, compact JSON,
+optional fields present in some cases and absent in others. Reading it and writing it back must give
+the same keys with the same values and the same JSON types (an integer stays an integer).
 """
 
 from __future__ import annotations

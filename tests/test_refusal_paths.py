@@ -2,8 +2,9 @@
 
 Each exception regulator defines descends from exactly one of three roots (a refusal, corrupt
 state, a host failure), and the CLI, the control room and the MCP server each map them in one
-place. The walk below runs every command the parser knows (so a new command is walked too) at
-least once down a refusal path, as a separate process, the way a person meets it.
+place: a refusal exits 1, corrupt state 4, a host failure 5, and the MCP result names its root.
+The walk below runs every command the parser knows (so a new command is walked too) at least
+once down a refusal path, as a separate process, the way a person meets it.
 """
 
 from __future__ import annotations
@@ -27,10 +28,15 @@ import pytest
 import regulator
 from regulator.cli.main import build_parser
 from regulator.protocol.errors import CorruptState, HostFailure, Refused, RegulatorError
+from regulator.store.errors import StoreError
 
 from .conftest import git, run_cli
 
 ROOTS = (Refused, CorruptState, HostFailure)
+# The store's grouping (``except StoreError``: whatever the store said), never raised itself.
+GROUPINGS = (StoreError,)
+# The exit status of each root (regulator.cli.errors.EXIT_STATUS).
+REFUSED, CORRUPT, HOST = 1, 4, 5
 
 
 def regulator_exceptions() -> list[type[BaseException]]:
@@ -51,15 +57,18 @@ def regulator_exceptions() -> list[type[BaseException]]:
 
 
 def test_every_exception_regulator_defines_descends_from_exactly_one_of_the_three_roots() -> None:
-    assert set(RegulatorError.__subclasses__()) == set(ROOTS)
+    assert set(RegulatorError.__subclasses__()) == {*ROOTS, *GROUPINGS}
     classes = regulator_exceptions()
     assert len(classes) > 30  # the walk found the package's exceptions, not nothing
     wrong = {
         f"{cls.__module__}.{cls.__qualname__}": [r.__name__ for r in ROOTS if issubclass(cls, r)]
         for cls in classes
-        if cls not in (RegulatorError, *ROOTS) and sum(issubclass(cls, root) for root in ROOTS) != 1
+        if cls not in (RegulatorError, *ROOTS, *GROUPINGS)
+        and sum(issubclass(cls, root) for root in ROOTS) != 1
     }
     assert wrong == {}
+    with pytest.raises(TypeError):
+        StoreError("the grouping itself")
 
 
 # --------------------------------------------------------------------------------------------
@@ -268,11 +277,11 @@ def test_unknown_ids_bad_values_bad_files_and_a_bad_policy_are_refused_in_one_li
         Case(["unit", "drive", str(missing)], names=str(missing)),
         Case(["unit", "dispatch", str(bad_json)], names=str(bad_json)),
         Case(["unit", "replan", "nope", "--contract", str(missing)]),
-        # a bad policy: corrupt state, named by its file
-        Case(["status", *bad], names=broken_policy.name),
-        Case(["remind", *bad], names=broken_policy.name),
-        Case(["obligation", "ack", "deadbeef", *bad], names=broken_policy.name),
-        Case(["attention", *bad], names=broken_policy.name),
+        # a bad policy: corrupt state, named by its file, exit 4
+        Case(["status", *bad], exit=CORRUPT, names=broken_policy.name),
+        Case(["remind", *bad], exit=CORRUPT, names=broken_policy.name),
+        Case(["obligation", "ack", "deadbeef", *bad], exit=CORRUPT, names=broken_policy.name),
+        Case(["attention", *bad], exit=CORRUPT, names=broken_policy.name),
     ]
     before = state_of(project)
     assert walk(cases, project) == []
@@ -288,7 +297,7 @@ def test_a_record_that_does_not_read_is_named_in_one_line(project: Path) -> None
     finally:
         (unit / "unit.json").unlink()
         unit.rmdir()
-    case = Case(["unit", "show", "torn"], names="unit.json")
+    case = Case(["unit", "show", "torn"], exit=CORRUPT, names="unit.json")
     assert problem(case, result) is None
 
 
@@ -297,7 +306,7 @@ def test_git_missing_from_the_host_is_one_line_not_a_traceback(tmp_path: Path) -
     project.mkdir()
     empty = tmp_path / "no-tools"
     empty.mkdir()
-    case = Case(["init", str(project)], names="git", env=env_for(PATH=str(empty)))
+    case = Case(["init", str(project)], exit=HOST, names="git", env=env_for(PATH=str(empty)))
     assert problem(case, run(case, tmp_path)) is None
 
 
@@ -370,7 +379,10 @@ def test_the_mcp_server_answers_each_root_as_an_error_result_with_its_own_words(
 ) -> None:
     result = call_over_mcp(error)
     assert result.is_error
-    assert [c.text for c in result.content] == [str(error)]
+    kind = {Refused: "refused", CorruptState: "corruptState", HostFailure: "hostFailure"}
+    said = {Refused: "", CorruptState: "corrupt state: ", HostFailure: "host failure: "}
+    assert result.structured_content == {kind[type(error)]: str(error)}
+    assert [c.text for c in result.content] == [said[type(error)] + str(error)]
 
 
 def test_the_mcp_server_answers_a_tool_that_breaks_as_an_error_result_not_a_crash() -> None:

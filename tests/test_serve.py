@@ -153,6 +153,6 @@ def test_a_second_serve_on_the_same_instance_is_refused(
     assert first.wait_line("serving")
     second = Serve(inst)
     servers.append(second)
-    assert second.proc.wait(timeout=30) == 1
+    assert second.proc.wait(timeout=30) == 5  # a host failure: try again once the first stops
     assert wait_for(lambda: any("another regulator serve" in e for e in second.errors))
     assert first.stop() == 0

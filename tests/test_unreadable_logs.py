@@ -13,8 +13,8 @@ from .test_unit_show import a_unit_with_observations
 
 
 def refused_naming(result: object, path: Path) -> None:
-    """Exit 1, nothing on stdout, and one line on stderr naming ``path``."""
-    assert getattr(result, "returncode", None) == 1, result
+    """Exit 4 (corrupt state), nothing on stdout, and one line on stderr naming ``path``."""
+    assert getattr(result, "returncode", None) == 4, result
     stderr: str = getattr(result, "stderr", "")
     assert getattr(result, "stdout", None) == ""
     lines = stderr.splitlines()
@@ -103,7 +103,7 @@ def test_status_shows_a_misplaced_entry_it_does_not_read_and_exits_1(instance: P
     leases.mkdir(exist_ok=True)
     os.mkfifo(leases / "u1.json")
     status = run_cli("status", cwd=instance)
-    assert status.returncode == 1
+    assert status.returncode == 4  # corrupt state
     assert ".regulator/leases/u1.json: is a FIFO" in status.stdout
     assert status.stderr.splitlines() == [
         "regulator: .regulator/leases/u1.json: is a FIFO, not a regular file"

@@ -9,9 +9,9 @@ import pytest
 
 from regulator.host.leases import LeaseHeld, LeaseStore
 from regulator.host.worktree import (
+    BaseNotReady,
     Conflicted,
     Merged,
-    Refused,
     WorktreeError,
     abandon_unit,
     checkpoint,
@@ -161,7 +161,7 @@ def test_a_dirty_base_is_refused_and_nothing_is_merged(
     (repo / "README.md").write_text("an edit nobody committed\n")
     before = head_of(repo)
     result = finish_unit(layout, "u1", clock=clock)
-    assert isinstance(result, Refused) and result.reason == "dirty-base"
+    assert isinstance(result, BaseNotReady) and result.reason == "dirty-base"
     assert result.blocked_reason == "reintegration: dirty-base"
     assert "README.md" in result.detail
     assert head_of(repo) == before and not (repo / "greet.py").exists()
@@ -174,11 +174,11 @@ def test_the_base_on_another_branch_is_refused(
     start_unit(layout, "u1", clock=clock)
     git(repo, "checkout", "--quiet", "-b", "elsewhere")
     result = finish_unit(layout, "u1", "main", clock=clock)
-    assert isinstance(result, Refused) and result.reason == "wrong-branch"
+    assert isinstance(result, BaseNotReady) and result.reason == "wrong-branch"
     assert result.blocked_reason.startswith("reintegration: wrong-branch")
     git(repo, "checkout", "--quiet", "--detach")
     detached = finish_unit(layout, "u1", clock=clock)
-    assert isinstance(detached, Refused) and detached.reason == "wrong-branch"
+    assert isinstance(detached, BaseNotReady) and detached.reason == "wrong-branch"
 
 
 def test_instance_state_is_never_committed_nor_merged(
@@ -201,7 +201,7 @@ def test_instance_state_is_never_committed_nor_merged(
     git(started.path, "commit", "--quiet", "-m", "forge the log")
     before = head_of(repo)
     result = finish_unit(layout, "u1", clock=clock)
-    assert isinstance(result, Refused) and result.reason == "regulator-state"
+    assert isinstance(result, BaseNotReady) and result.reason == "regulator-state"
     assert ".regulator/signals.ndjson" in result.detail
     assert head_of(repo) == before
     assert (layout.state / "signals.ndjson").read_text() == "the base's own log\n"

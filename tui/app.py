@@ -41,6 +41,7 @@ from regulator.protocol.clock import iso
 from regulator.protocol.vocab import SEVERITY_ORDER, TERMINAL_STATUSES
 
 from .bindings import APP, HELP, INSPECTOR, MAIN, all_ids
+from .errors import severity_of
 from .keymap import keymap_path, load_keymap
 from .keys import RowKey
 from .messages import Folded, InstanceChanged, Notice
@@ -681,7 +682,7 @@ class RoomApp(App[None]):
         try:
             return self.actor
         except InsideAgent as exc:
-            self.notify(message_of(exc), title="refused", severity="error", markup=False)
+            self.notify(message_of(exc), title="refused", severity=severity_of(exc), markup=False)
             return None
 
     def grants_text(self) -> str:
@@ -1068,7 +1069,9 @@ class RoomApp(App[None]):
         try:
             loop = self.loop_for(model)
         except RegulatorError as exc:
-            self.notify(message_of(exc), title=f"drive {unit_id}", severity="error", unit=unit_id)
+            self.notify(
+                message_of(exc), title=f"drive {unit_id}", severity=severity_of(exc), unit=unit_id
+            )
             return
         self._offer_drive(model, loop, unit_id, ask=True)
 
@@ -1121,7 +1124,7 @@ class RoomApp(App[None]):
             loop = self.loop_for(model)
             current = loop.current_contract(unit_id)
         except RegulatorError as exc:  # a policy that does not load, a missing contract
-            self.notify(message_of(exc), title=which, severity="error", unit=unit_id)
+            self.notify(message_of(exc), title=which, severity=severity_of(exc), unit=unit_id)
             return
         if which == "remediate":
             assert wait is not None
@@ -1160,7 +1163,9 @@ class RoomApp(App[None]):
         try:
             contract = loop.current_contract(unit_id)
         except RegulatorError as exc:
-            self.notify(message_of(exc), title=f"drive {unit_id}", severity="error", unit=unit_id)
+            self.notify(
+                message_of(exc), title=f"drive {unit_id}", severity=severity_of(exc), unit=unit_id
+            )
             return
         gaps = loop.workload.unenforced(contract.unit_type)
         accepted = f"in the room by {self.person or 'the person at the room'}" if gaps else None

@@ -43,6 +43,7 @@ from regulator.rules.ledger import Actor, Ledger, definition_label
 from regulator.rules.recovery import RECOVERY_DECISION_CONCERN, waiting_on
 from regulator.views.words import CONSUMER_ROLE, DISPOSITION_MEANS
 
+from .errors import severity_of
 from .messages import Notice
 
 if TYPE_CHECKING:
@@ -1372,7 +1373,7 @@ def drive_unit(
             contract = loop.current_contract(unit_id)
             outcome = loop.drive(contract).outcome
         except RegulatorError as exc:
-            app.call_from_thread(said, message_of(exc), "error")
+            app.call_from_thread(said, message_of(exc), severity_of(exc))
             return
         if outcome.status == "closed":
             text, severity = f"unit {unit_id} closed under v{contract.version}", "information"

@@ -16,14 +16,14 @@ from typing import Any
 import orjson
 
 from regulator.cli.context import definition, emit_json, instance_root
-from regulator.cli.errors import CliError
+from regulator.cli.errors import CliError, exit_status
 from regulator.host.agent_process import agent_pid, process_start, registered_ancestor
 from regulator.host.agent_session import AgentSession, find_session
 from regulator.host.environment import INSTANCE_ENV
 from regulator.host.person_acts import inside_agent
 from regulator.host.session_definition import unit_id_for
 from regulator.host.session_units import end_session_unit, start_session_unit
-from regulator.host.tools import ToolRefused
+from regulator.protocol.errors import RegulatorError, error_json
 from regulator.protocol.text import visible
 from regulator.rules.execution import UnitNotFound
 from regulator.store import Layout
@@ -88,10 +88,11 @@ def cmd_tool(args: argparse.Namespace) -> int:
     tools = _tools(session)
     try:
         result = tools.call(args.name, arguments)
-    except ToolRefused as exc:
-        # A refusal is the tool's answer too: JSON on stdout for the agent, exit 1.
-        emit_json({"refused": str(exc)})
-        return 1
+    except RegulatorError as exc:
+        # A refusal is the tool's answer too: JSON on stdout for the agent, naming its root
+        # ({"refused": …}, {"hostFailure": …}, {"corruptState": …}), and the root's exit status.
+        emit_json(error_json(exc))
+        return exit_status(exc)
     emit_json(result)
     return 0
 

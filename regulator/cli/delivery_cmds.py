@@ -10,7 +10,8 @@ from collections.abc import Callable
 from typing import Any
 
 from regulator.cli.context import definition, instance_root, print_json, redactor
-from regulator.cli.errors import CliError, UsageError
+from regulator.cli.errors import UsageError
+from regulator.protocol.errors import HostFailure
 from regulator.protocol.text import visible
 from regulator.store import Layout, StoreError
 
@@ -91,8 +92,10 @@ def cmd_watch(args: argparse.Namespace) -> int:
             try:
                 report = watch_tick(ledger, journal, layout, policy, command=command, scrub=scrub)
             except (StoreError, LedgerError, EffectJournalError, OSError) as exc:
-                if once:
-                    raise CliError(str(exc)) from None
+                if once:  # its own root's exit status; an OSError is the machine's
+                    if isinstance(exc, OSError):
+                        raise HostFailure(str(exc)) from None
+                    raise
                 # A watcher is a process nothing restarts: say what went wrong and keep going.
                 print(f"regulator: {_safe(str(exc))}", file=sys.stderr, flush=True)
             else:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from regulator.cli.context import definition, instance_root, print_json
 from regulator.cli.errors import CliError
-from regulator.protocol.errors import RegulatorError, message_of
+from regulator.protocol.errors import CorruptState, RegulatorError, message_of
 from regulator.protocol.text import visible
 
 
@@ -104,11 +104,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     else:
         print(redactor.lines(render_status_text(status)), end="")
     # The view is still shown, but a refused policy, or an entry under .regulator/ the store
-    # refuses (a FIFO, a symlink where a unit's directory or a lease belongs), is a refusal:
-    # say so and exit 1. (A file the view reads refuses it before anything is shown.)
+    # refuses (a FIFO, a symlink where a unit's directory or a lease belongs), is corrupt
+    # state: say so and exit 4. (A file the view reads refuses it before anything is shown.)
     refused = [*status.view["definition"]["problems"], *status.misplaced]
     if refused:
-        raise CliError("\n".join(refused))
+        raise CorruptState("\n".join(refused))
     return 0
 
 

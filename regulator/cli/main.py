@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from regulator import __version__
-from regulator.cli.errors import UsageError
+from regulator.cli.errors import UsageError, exit_status
 from regulator.protocol.errors import RegulatorError, message_of
 from regulator.protocol.text import visible
 
@@ -788,12 +788,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except RegulatorError as exc:
         # The one place a refusal, corrupt state or a host failure becomes what a person
-        # reads: every root the same way, each message naming its file, field or argument.
+        # reads: every root the same way, each message naming its file, field or argument,
+        # and the exit status its root's (``EXIT_STATUS``: 1, 4 or 5).
         # Only our own newlines separate lines: a CR or U+2028 quoted from a record does not.
         for line in message_of(exc).split("\n"):
             # A message may quote record text or what was typed: shown, never acted on.
             print(f"regulator: {visible(line)}", file=sys.stderr)
-        return 1
+        return exit_status(exc)
     except BrokenPipeError:
         # `regulator obligations | head`: the reader went away; leave quietly.
         devnull = os.open(os.devnull, os.O_WRONLY)

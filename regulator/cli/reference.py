@@ -23,8 +23,19 @@ is exactly what `--help` prints. Conventions that hold for every command:
 - The instance is the nearest directory upward holding `.regulator/`, or `--instance DIR`.
 - The definition is `--definition DIR`, else `regulator/` in the repository when it holds
   `policies/`, else the shipped policies.
-- Exit 0 on success; 1 on a refusal or error, with `regulator: <message>` on stderr; 2 on bad
-  usage, with the usage line. A closed stdout pipe exits quietly.
+- Exit statuses (`regulator.cli.errors.EXIT_STATUS`, the one table), each error with
+  `regulator: <message>` on stderr naming its file, field or argument:
+  - 0: done.
+  - 1: refused: a person or an agent may not do this, or asked it wrongly; nothing was written,
+    asking differently may succeed. Also a command's own "no" (`doctor` found a problem, `ask`
+    was answered no, `unit drive` did not close the unit).
+  - 2: bad usage, with the usage line.
+  - 3: `regulator ask` only: nobody answered.
+  - 4: corrupt state: a record, log or definition file does not read as it should; mend the
+    file named, the request was fine.
+  - 5: a host failure: git, a process, a worktree, a lease another unit holds, the file system;
+    nothing is wrong with the request or the records, later or elsewhere may succeed.
+  - 130: interrupted. A closed stdout pipe exits 0, quietly.
 - `--flag value` and `--flag=value` both work; obligation ids may be a unique prefix.
 - Read commands take `--json` and then print JSON only, in the on-disk camelCase shapes.
 """

@@ -1,4 +1,5 @@
-"""Delivery of what is owed to a person: the outbox, reminders, and the watcher (upstream-core §7).
+"""Delivery of what is owed to a person: the outbox, reminders, and the watcher
+(docs/design.md#delivery).
 
 An obligation owed to ``human`` is written as one line to the outbox through the effect journal
 (key ``deliver:<obligationId>:<prior deliveries>``) and recorded as ``obligation-delivered`` in

@@ -47,7 +47,8 @@ _CANARY_LINE = re.compile(
 
 
 class InitError(Refused):
-    pass
+    """``regulator init`` will not make an instance here (no directory, not a git checkout, a
+    bad person name, a file in the way); nothing was written."""
 
 
 def default_actor() -> str:

@@ -1,4 +1,4 @@
-"""Leases: a unit's claim on its worktree, with an expiry (upstream-core §5.7).
+"""Leases: a unit's claim on its worktree, with an expiry (docs/design.md#leases-and-worktrees).
 
 A lease names the unit, its owner (``user@host``), the resource (the absolute worktree path) and
 the branch, with epoch-millisecond times. It is live while ``expiresAt > now``. A holder that
@@ -34,7 +34,9 @@ DEFAULT_LEASE_TTL_MS = 10 * 60 * 1000
 
 
 class LeaseError(HostFailure):
-    """A lease operation refused; nothing was written."""
+    """A lease that cannot be taken, renewed or given back now (held by another unit, expired,
+    gone): the machine's shared state, not the request; nothing was written, later may
+    succeed."""
 
 
 class LeaseHeld(LeaseError):

@@ -1,4 +1,4 @@
-"""The S3 loop: contract → dispatch → verify → route → close (upstream-core §4.1, §5, §6.4).
+"""The S3 loop: contract → dispatch → verify → route → close (docs/design.md#the-loop).
 
 ``dispatch`` runs one attempt behind the dispatch gate (attempt ceiling, veto, contract
 checks), records how it ended, and on a report runs the closeout: the host's own checks at the
@@ -35,9 +35,9 @@ from regulator.host.sessions import SessionAdapter, SessionResult, SessionRun
 from regulator.host.thrash import ThrashDetector
 from regulator.host.tools import SessionTools
 from regulator.host.worktree import (
+    BaseNotReady,
     Conflicted,
     Merged,
-    Refused,
     WorktreeError,
     abandon_unit,
     conflict_signal,
@@ -89,7 +89,7 @@ from regulator.rules.recovery import (
 from regulator.rules.regulatory_log import RegulatoryLog
 from regulator.rules.veto import progression_veto
 from regulator.rules.writes import WriteBounds, describe_bounds, write_problems
-from regulator.store import Layout, StoreError
+from regulator.store import CorruptRecord, Layout, StoreError
 from regulator.store.logs import read_record
 
 Status = Literal["closed", "refused", "blocked", "held"]
@@ -486,7 +486,7 @@ class Loop:
         """The unit type's profile's writablePaths and the manifest's declared paths.
 
         A manifest that does not load is a bound nothing can satisfy: what it declared cannot
-        be known, so the check fails closed (``StoreError``).
+        be known, so the check fails closed (``CorruptRecord``).
         """
         bounds: list[WriteBounds] = []
         writable = self.workload.writable_paths(unit_type)
@@ -495,7 +495,9 @@ class Loop:
             bounds.append(WriteBounds(f"profile {profile}", tuple(writable)))
         manifest, problem = read_record(self.layout, self.layout.manifest, InstanceManifest)
         if manifest is None:
-            raise StoreError(f"the instance manifest does not load ({problem})")
+            raise CorruptRecord(
+                f"the instance manifest does not load ({problem})", self.layout.manifest
+            )
         assert isinstance(manifest, InstanceManifest)
         if manifest.writable_paths is not None or manifest.protected_paths:
             bounds.append(
@@ -1172,7 +1174,7 @@ def _environment() -> dict[str, str]:
 
 def finish_unit_safely(
     layout: Layout, unit_id: str, clock: Clock
-) -> Merged | Refused | Conflicted | str:
+) -> Merged | BaseNotReady | Conflicted | str:
     """Reintegrate; a git failure becomes a reintegration block reason, not a crash."""
     from regulator.host.worktree import finish_unit
 

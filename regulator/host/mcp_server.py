@@ -2,7 +2,10 @@
 
 It lists exactly the tools the unit's capability profile grants (``report_result`` always, for a
 contracted unit), and hands every call to the one :class:`SessionTools`, so no gate exists twice.
-A refusal is a tool result with ``isError`` and the refusal's words, which the model reads.
+A refusal is a tool result with ``isError`` and the refusal's words, which the model reads; a
+host failure or corrupt state says so before its words ("host failure: …"), and the structured
+result names the root (``{"hostFailure": "…"}``, docs/agents.md), so an agent tells "not like
+this" from "not now" from "a file needs mending".
 
 ``ask_human`` can wait minutes for a person. The call runs in a worker thread while the server
 sends progress notifications every few seconds, so a client that asked for progress keeps the
@@ -37,9 +40,16 @@ from regulator.host.agent_session import AgentSession
 from regulator.host.person_acts import ENV_MARKERS
 from regulator.host.tool_catalog import CATALOG, guidance
 from regulator.host.tools import EFFECTS
-from regulator.protocol.errors import RegulatorError, message_of
+from regulator.protocol.errors import ErrorKind, RegulatorError, error_json, kind_of, message_of
 
 PROGRESS_EVERY_S = 5.0
+
+#: How the text of an error result begins, by root: a refusal is the tool's own answer.
+SAID: dict[ErrorKind, str] = {
+    "refused": "refused",
+    "corruptState": "corrupt state",
+    "hostFailure": "host failure",
+}
 
 
 def instructions(grants: set[str]) -> str:
@@ -107,9 +117,9 @@ def build_server(session: AgentSession) -> Server[Any]:
                 # An agent a person started becomes a session unit on its first call.
                 outcome["result"] = session.tools().call(name, args, cancel=cancel)
             except RegulatorError as exc:  # refused, corrupt state, a host failure: its words
-                outcome["refused"] = message_of(exc)
+                outcome["error"] = exc
             except Exception as exc:  # a tool that breaks must still answer the agent
-                outcome["refused"] = f"{name} failed: {type(exc).__name__}: {exc}"
+                outcome["broke"] = f"{name} failed: {type(exc).__name__}: {exc}"
             finally:
                 finished.set()
 
@@ -138,8 +148,16 @@ def build_server(session: AgentSession) -> Server[Any]:
                 raise
             finally:
                 group.cancel_scope.cancel()
-        if "refused" in outcome:
-            return types.CallToolResult(content=_text(outcome["refused"]), is_error=True)
+        if "error" in outcome:
+            error: RegulatorError = outcome["error"]
+            said = message_of(error)
+            if kind_of(error) != "refused":
+                said = f"{SAID[kind_of(error)]}: {said}"
+            return types.CallToolResult(
+                content=_text(said), structured_content=error_json(error), is_error=True
+            )
+        if "broke" in outcome:
+            return types.CallToolResult(content=_text(outcome["broke"]), is_error=True)
         result = outcome["result"]
         return types.CallToolResult(content=_text(result), structured_content=result)
 

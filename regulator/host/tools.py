@@ -31,7 +31,7 @@ from regulator.host.worktree import head_of, is_dirty
 from regulator.policy import Definition, PolicyError
 from regulator.protocol.clock import Clock, now_iso, system_clock
 from regulator.protocol.entry import validate_record
-from regulator.protocol.errors import Refused
+from regulator.protocol.errors import HostFailure, Refused
 from regulator.protocol.evidence import EvidenceRef
 from regulator.protocol.execution import (
     FailureObservation,
@@ -50,7 +50,7 @@ from regulator.rules.budget import BudgetGuard, read_ledger
 from regulator.rules.effect_journal import EffectJournal, effect_key
 from regulator.rules.execution import ExecutionStore, check_result_report
 from regulator.rules.ledger import Ledger
-from regulator.rules.memory_store import MemoryStore
+from regulator.rules.memory_store import MemoryRefusal, MemoryStore
 from regulator.rules.pause import (
     AttemptQuestions,
     attempt_questions,
@@ -88,7 +88,13 @@ ANSWER_POLL_S = 0.01
 
 
 class ToolRefused(Refused):
-    """What the tool tells the agent instead of doing it."""
+    """What the tool tells the agent instead of doing it: the session, the contract or the
+    arguments do not allow it (asking differently may succeed)."""
+
+
+class ToolFailed(HostFailure):
+    """A tool the machine could not run: its command is missing, or it ran past its time. The
+    request was fine; on a machine that has the command, or later, it may succeed."""
 
 
 def _paused_message(paused: str) -> str:
@@ -269,7 +275,7 @@ class SessionTools:
             handler = getattr(self, f"_tool_{name}")
             result: dict[str, Any] = handler(args)
             return result
-        except ToolRefused as exc:
+        except (ToolRefused, ToolFailed) as exc:
             self._observe(name, str(exc))
             raise
         except AskRefused as exc:
@@ -341,9 +347,9 @@ class SessionTools:
                 command, cwd=self.worktree, capture_output=True, text=True, timeout=600
             )
         except FileNotFoundError:
-            raise ToolRefused(f"command not found: {command[0]}") from None
+            raise ToolFailed(f"command not found: {command[0]}") from None
         except subprocess.TimeoutExpired:
-            raise ToolRefused(f"{' '.join(command)} timed out after 600 s") from None
+            raise ToolFailed(f"{' '.join(command)} timed out after 600 s") from None
         output = (done.stdout + done.stderr).strip()
         run = Run(
             tool=tool,
@@ -624,7 +630,7 @@ class SessionTools:
                 revision=revision,
                 scope=args.get("scope"),
             )
-        except Exception as exc:
+        except (MemoryRefusal, ValueError) as exc:  # the store's own errors keep their root
             raise ToolRefused(str(exc)) from None
         return {"remembered": entry.id}
 

@@ -1,4 +1,5 @@
-"""Isolation and reintegration: one git worktree and branch per unit (upstream-core §5.7).
+"""Isolation and reintegration: one git worktree and branch per unit
+(docs/design.md#leases-and-worktrees).
 
 ``start_unit`` claims the unit's lease, then creates branch ``unit/<id>`` from the base and
 checks it out under ``.regulator/worktrees/<id>``; ``finish_unit`` merges the branch back into
@@ -188,7 +189,7 @@ RefusalReason = Literal["wrong-branch", "dirty-base", "regulator-state"]
 
 
 @dataclass(frozen=True)
-class Refused:
+class BaseNotReady:
     """Nothing was merged and nothing changed: the base was not in a state to merge into."""
 
     reason: RefusalReason
@@ -220,7 +221,7 @@ class Conflicted:
         return f"{self.branch} conflicts with {self.base} in {', '.join(self.files) or '?'}"
 
 
-ReintegrationResult = Merged | Refused | Conflicted
+ReintegrationResult = Merged | BaseNotReady | Conflicted
 
 
 def _state_paths(root: Path, base: str, branch: str) -> list[str]:
@@ -250,14 +251,14 @@ def finish_unit(
     if current is None or (base_branch is not None and current != base_branch):
         on = current or "a detached HEAD"
         wanted = base_branch or "a branch"
-        return Refused("wrong-branch", f"the base checkout is on {on}, not {wanted}")
+        return BaseNotReady("wrong-branch", f"the base checkout is on {on}, not {wanted}")
     base = current
     if is_dirty(root):
         changed = ", ".join(line[3:] for line in gitops.status_lines(root)[:5])
-        return Refused("dirty-base", f"{base} has uncommitted changes: {changed}")
+        return BaseNotReady("dirty-base", f"{base} has uncommitted changes: {changed}")
     state = _state_paths(root, base, branch)
     if state:
-        return Refused(
+        return BaseNotReady(
             "regulator-state",
             f"{branch} changes instance state under {STATE_PREFIX}: {', '.join(state[:5])}",
         )

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 
-from regulator.protocol.errors import CorruptState
+from regulator.protocol.errors import CorruptState, Refused
 from regulator.store._fs import kind_of
 
 if TYPE_CHECKING:
@@ -74,6 +74,12 @@ class PolicyError(CorruptState):
     def __init__(self, problems: list[str]) -> None:
         super().__init__("\n".join(problems))
         self.problems = problems
+
+
+class DefinitionRefused(Refused):
+    """A definition given with ``--definition`` that reads well but may not be acted under (it
+    lists other people than the instance's own): refused, nothing written; act under the
+    instance's own definition."""
 
 
 def shipped_policies_dir() -> Path:
@@ -354,10 +360,8 @@ def acting_people_check(definition: Definition, instance_root: Path | None) -> N
     mine = [p.model_dump() for p in own.interaction.people]
     theirs = [p.model_dump() for p in definition.interaction.people]
     if mine != theirs:
-        raise PolicyError(
-            [
-                f"{display_path(definition.source('interaction'))}: lists other people than "
-                f"the instance's own {display_path(own.source('interaction'))}; a person acts "
-                "under the instance's own people, whatever --definition brings"
-            ]
+        raise DefinitionRefused(
+            f"{display_path(definition.source('interaction'))}: lists other people than "
+            f"the instance's own {display_path(own.source('interaction'))}; a person acts "
+            "under the instance's own people, whatever --definition brings"
         )

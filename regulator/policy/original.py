@@ -5,9 +5,9 @@ This project loads a little more than the original does (an empty ``description`
 type's ``session``).
 ``doctor`` checks every definition file against these models as well, and names what the
 original's own check would refuse, so a definition meant for both can be kept loadable by both.
-The shapes follow the original's protocol schemas (upstream-core §3–§4 and its appendix):
-closed objects, non-empty strings, strict integers and booleans. They judge files; nothing is
-loaded through them.
+The shapes follow the original's protocol schemas (docs/design.md#policies and
+docs/policies.md#the-originals-definition-files): closed objects, non-empty strings, strict
+integers and booleans. They judge files; nothing is loaded through them.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The S3* audit log, ``audit.ndjson`` (upstream-core §5.8).
+"""The S3* audit log, ``audit.ndjson`` (docs/design.md#the-audit-log).
 
 Evidence the host observed by running a check at an exact revision, the technical verdict
 derived from it, and a person's acceptance of what no check can observe: three line types,

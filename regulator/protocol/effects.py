@@ -1,4 +1,4 @@
-"""The effect journal, ``effects.ndjson`` (upstream-core §9.1).
+"""The effect journal, ``effects.ndjson`` (docs/design.md#the-effect-journal).
 
 A line is written *before* a side-effecting tool acts and again after, so that a harness that
 died in between can find out whether the effect happened instead of doing it twice. The state

@@ -1,4 +1,5 @@
-"""One line of ``signals.ndjson`` (upstream-core §2), and reading/writing record lines in general.
+"""One line of ``signals.ndjson`` (docs/design.md#the-regulatory-log), and reading/writing record
+lines in general.
 
 A line is a ``RegulatoryEntry``: a message (it has a ``kind``), an obligation/routing event or
 an interaction event (they have a ``type``). The original tells them apart by the presence of

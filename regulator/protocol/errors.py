@@ -1,7 +1,11 @@
 """The three kinds of error regulator reports, and pydantic's errors as one-line problems.
 
 Every exception regulator raises derives from exactly one of ``Refused``, ``CorruptState`` and
-``HostFailure``, so the CLI, the control room and the MCP server each map them in one place.
+``HostFailure``, and each root means what a caller does next: a refusal asks differently, corrupt
+state mends a file, a host failure tries again later or elsewhere. ``kind_of`` names the root; the
+CLI maps it to its exit status (``regulator.cli.errors.EXIT_STATUS``), the MCP server to the
+error's kind in its result, and the room to a notification's severity
+(``tui.errors.SEVERITY``): one place each, so a caller never tells them apart by the message.
 This module sits at the bottom of the layers and imports nothing heavy (pydantic only for
 types), so that ``regulator --help`` can know the roots without building a model.
 
@@ -13,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -22,9 +26,19 @@ if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
 
 
+#: The three roots by name, as the MCP server and ``regulator tool`` report them.
+ErrorKind = Literal["refused", "corruptState", "hostFailure"]
+
+
 class RegulatorError(Exception):
     """Whatever regulator reports instead of doing what was asked: its ``str`` is the whole
-    message, one line per problem, naming the file, field or argument concerned."""
+    message, one line per problem, naming the file, field or argument concerned. Never raised
+    itself: every error is one of the three roots below."""
+
+    #: Which root the error is (set by each root).
+    kind: ClassVar[ErrorKind]
+    #: The file concerned, when the error knows it (every error of the store does).
+    path: Path | None = None
 
 
 class Refused(RegulatorError):
@@ -32,13 +46,14 @@ class Refused(RegulatorError):
     that says nothing, a transition the records do not allow, a bad argument). Nothing was
     written; asking differently may succeed."""
 
+    kind: ClassVar[ErrorKind] = "refused"
+
 
 class CorruptState(RegulatorError):
     """A record, a log or a definition file that does not read as what it should be. The
     message names the file; what needs fixing is the file, not the request."""
 
-    #: The file concerned, when the error knows it (every error of the store does).
-    path: Path | None = None
+    kind: ClassVar[ErrorKind] = "corruptState"
 
 
 class HostFailure(RegulatorError):
@@ -46,12 +61,26 @@ class HostFailure(RegulatorError):
     file system. Nothing about the request or the records is wrong; later, or elsewhere, may
     succeed."""
 
+    kind: ClassVar[ErrorKind] = "hostFailure"
+
+
+def kind_of(error: RegulatorError) -> ErrorKind:
+    """Which of the three roots ``error`` is."""
+    return error.kind
+
+
+def error_json(error: RegulatorError) -> dict[str, str]:
+    """What an agent reads for ``error`` as JSON: ``{"refused": "…"}``, ``{"corruptState": "…"}``
+    or ``{"hostFailure": "…"}`` (``regulator tool``'s output, the MCP server's structured
+    result), so it can tell "not like this" from "not now" without reading the words."""
+    return {kind_of(error): message_of(error)}
+
 
 def message_of(error: RegulatorError) -> str:
-    """What a person reads for ``error``: its message, and for corrupt state the file, when the
-    message itself does not name it (a parser's words rarely do)."""
+    """What a person reads for ``error``: its message, and the file concerned, when the message
+    itself does not name it (a parser's words rarely do)."""
     message = str(error)
-    path = error.path if isinstance(error, CorruptState) else None
+    path = error.path
     if path is not None and path.name not in message:
         return f"{path}: {message}"
     return message

@@ -1,4 +1,5 @@
-"""Evidence references (upstream-core §2.1) and the constrained strings the records share."""
+"""Evidence references (docs/design.md#the-regulatory-log) and the constrained strings the records
+share."""
 
 from __future__ import annotations
 

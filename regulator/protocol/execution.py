@@ -1,5 +1,5 @@
-"""The execution store's records (upstream-core §4.1, §5): units, attempts, budgets, contracts,
-reports, leases, failure observations and recovery decisions.
+"""The execution store's records (docs/design.md#the-execution-store): units, attempts, budgets,
+contracts, reports, leases, failure observations and recovery decisions.
 
 Execution state is what the loop owns; regulatory state (messages, obligations) lives in the
 log and is never derived from these.

@@ -1,4 +1,4 @@
-"""Questions asked of a person (upstream-core §2.5, §6.1).
+"""Questions asked of a person (docs/design.md#asking-a-person).
 
 The rule that matters is a protocol constant, not a policy field, because no policy may relax
 it: silence, timeout and cancellation are never consent. Only a recap continues without an

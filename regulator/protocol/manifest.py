@@ -1,4 +1,5 @@
-"""The instance manifest: ``.regulator/instance.json`` (upstream-core §1.1), written by init."""
+"""The instance manifest: ``.regulator/instance.json`` (docs/design.md#the-instance-manifest),
+written by init."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Operational memory, ``memory.ndjson`` (upstream-core §9.2).
+"""Operational memory, ``memory.ndjson`` (docs/design.md#operational-memory).
 
 What the system has learned about its environment: durable, agent-writable, and deliberately
 not identity. Every entry has a review-by date; a retraction is a later line, never an edit.

@@ -1,4 +1,4 @@
-"""The eight message kinds of the regulatory log (upstream-core §2.2–§2.3).
+"""The eight message kinds of the regulatory log (docs/design.md#messages).
 
 Every message carries the envelope (``id``, ``timestamp``, ``source``, ``subject``, ``unit?``)
 and a fixed ``kind``, ``channel`` and ``destination``. Each kind narrows ``source`` (and

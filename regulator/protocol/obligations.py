@@ -1,4 +1,5 @@
-"""Obligations and the routing events that open and close them (upstream-core §2.4, §2.6–§2.7).
+"""Obligations and the routing events that open and close them
+(docs/design.md#obligations-and-the-fold).
 
 An obligation is never edited: its state is the fold of the events appended to the regulatory
 log. The events here are the original's ``ObligationEvent`` union (``message-noted`` included,

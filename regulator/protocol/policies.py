@@ -1,4 +1,5 @@
-"""The four policies of a definition: routing, interaction, recovery, budget (upstream-core §3–§4).
+"""The four policies of a definition: routing, interaction, recovery, budget
+(docs/design.md#policies).
 
 All closed, as the original's schemas are, with optional additions of ours that the original's
 closed schema would refuse: ``waitCeilingMs`` and ``attention.session`` on the interaction

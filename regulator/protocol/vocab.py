@@ -1,4 +1,4 @@
-"""The closed vocabularies of the protocol (upstream-core §2.1, §2.6, §4.1, §5, §6, §9).
+"""The closed vocabularies of the protocol (docs/design.md, from #the-regulatory-log on).
 
 Each is a ``Literal`` so that pydantic refuses anything else and mypy checks every use; the
 tuple beside it is the same list at run time, in the original's order, for messages that name

@@ -1,4 +1,4 @@
-"""What an answer to a unit's question means (upstream-core §6.3), decided before anything is
+"""What an answer to a unit's question means (docs/design.md#answers), decided before anything is
 written, the same way for the CLI and the control room.
 
 A consent or a uat is answered with a listed yes-word or a listed no-word, and nothing else:

@@ -1,4 +1,5 @@
-"""Asking a person: the first half of ``ask_human`` (upstream-core §6.2 steps 1–4).
+"""Asking a person: the first half of ``ask_human`` (docs/design.md#asking-a-person, its first four
+steps).
 
 The obligation comes first: before anything is asked, an ``interaction`` obligation owed to a
 person is opened and the request recorded, in one transaction, so the question exists on the

@@ -1,4 +1,4 @@
-"""The S3* audit log, ``.regulator/audit.ndjson`` (upstream-core §5.8).
+"""The S3* audit log, ``.regulator/audit.ndjson`` (docs/design.md#the-audit-log).
 
 Three line types: evidence a host check observed at an exact revision, the technical verdict
 derived from it, and a person's acceptance of a criterion no check can observe. Append-only,

@@ -1,6 +1,6 @@
 """Who may disposition: the check every person-made write passes before anything is written.
 
-The four refusals are the original's, in its order (upstream-core §4.3). Ours comes right
+The four refusals are the original's, in its order (docs/design.md#authority). Ours comes right
 after the name check: a person the policy lists with ``osUsers`` may be named only by one of
 those OS users, so on a shared machine naming someone else is refused, not merely recorded.
 """

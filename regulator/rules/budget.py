@@ -1,4 +1,5 @@
-"""Budgets and model routes (upstream-core §4.2, §5.4): what one attempt may spend and run on.
+"""Budgets and model routes (docs/design.md#budgets-and-models): what one attempt may spend and run
+on.
 
 * :func:`choose_models` and :func:`available_models` pick the models a unit may run on: its
   route (primary, then fallbacks, in order), filtered to what is available. Nothing outside the

@@ -1,4 +1,5 @@
-"""The effect journal, ``effects.ndjson`` (upstream-core §9.1): act at most once on the world.
+"""The effect journal, ``effects.ndjson`` (docs/design.md#the-effect-journal): act at most once on
+the world.
 
 Before a side effect (an outbox line, a notification) its key is written ``intended``; after it,
 ``committed`` with the result. A process that dies in between leaves a key ``intended``, and

@@ -1,4 +1,5 @@
-"""The execution store (upstream-core §5): what the S3 loop knows because it wrote it down.
+"""The execution store (docs/design.md#the-execution-store): what the S3 loop knows because it wrote
+it down.
 
 One directory per unit under ``.regulator/units/<unitId>/``:
 
@@ -66,6 +67,22 @@ R = TypeVar("R", bound=Record)
 
 class ExecutionError(Refused):
     """A write the execution store refuses; nothing was written."""
+
+
+def _readable_by_the_original(contract: WorkContract) -> None:
+    """Refuse a contract the original could not read: an expectation's ``inherited-tests``
+    check is in the original's newest docs but not in any schema it stores, so one such
+    contract makes its ``status`` throw for the whole instance, and regulator does not run the
+    check either (docs/instance-format.md#working-with-the-original). Reading one an older
+    regulator wrote still works."""
+    for index, expectation in enumerate(contract.expected_evidence):
+        if expectation.check is not None and expectation.check.kind == "inherited-tests":
+            raise ExecutionError(
+                f"contract {contract.id} v{contract.version}: expectedEvidence[{index}].check: "
+                "kind inherited-tests is refused: the original's schema has no such check, so "
+                "its status would refuse the whole instance, and regulator does not run it; "
+                "leave the check out (a required `test` expectation is what closeout runs)"
+            )
 
 
 class UnitNotFound(ExecutionError):
@@ -180,6 +197,7 @@ class ExecutionStore:
         the very same contract behind: running it again completes it.
         """
         contract = self._valid(contract)
+        _readable_by_the_original(contract)
         if workload is not None and (contract.workload.name, contract.workload.version) != (
             workload.name,
             workload.version,
@@ -283,6 +301,7 @@ class ExecutionStore:
         created exclusively. The unit's status, reason and attempts stay as they are.
         """
         contract = self._valid(contract)
+        _readable_by_the_original(contract)
         unit_id = contract.unit_id
         with self._locked(unit_id):
             unit = self.unit(unit_id)

@@ -1,4 +1,4 @@
-"""The obligation ledger: every write to what the instance owes (upstream-core §2.8).
+"""The obligation ledger: every write to what the instance owes (docs/design.md#the-ledger).
 
 Each transition is checked and appended under the regulatory log's lock: take the lock, fold
 whatever other processes appended since we last looked, validate against that state, append,

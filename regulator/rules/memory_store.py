@@ -1,4 +1,4 @@
-"""Operational memory: ``.regulator/memory.ndjson`` (upstream-core §9.2).
+"""Operational memory: ``.regulator/memory.ndjson`` (docs/design.md#operational-memory).
 
 What units have learned about the environment, each fact with provenance and a review-by date.
 It is S3's, not S5's: a fact is remembered for at most ``MAX_REVIEW_DAYS`` and then reviewed,

@@ -1,4 +1,4 @@
-"""The recovery router: what S3 does with a failed attempt (upstream-core §4.1).
+"""The recovery router: what S3 does with a failed attempt (docs/design.md#recovery-policy).
 
 A blocked unit's records are normalized to exactly one cause (:func:`classify_failure`); the
 versioned recovery policy maps that cause and how often it has recurred on the unit to exactly

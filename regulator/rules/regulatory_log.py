@@ -1,10 +1,10 @@
 """The regulatory log (``signals.ndjson``) folded into what the instance owes and has asked.
 
 One ``RegulatoryLog`` follows the file with an incremental reader and folds only what was
-appended since its last refresh (upstream-core §2.7): messages, obligations with their history
-and deliveries, interactions with their answers, and which messages routing has cited. Writers
-never update this state directly; they append, and the next refresh folds what they wrote, so
-every process sees the same state through the same code.
+appended since its last refresh (docs/design.md#obligations-and-the-fold): messages, obligations
+with their history and deliveries, interactions with their answers, and which messages routing has
+cited. Writers never update this state directly; they append, and the next refresh folds what they
+wrote, so every process sees the same state through the same code.
 
 Unlike the original, one bad line does not make the log unreadable: it is a problem
 (``file:line: message``), and so is an event for an obligation the log never opened.

@@ -1,4 +1,5 @@
-"""The router: S3 turning messages into obligations under the routing policy (upstream-core §3).
+"""The router: S3 turning messages into obligations under the routing policy
+(docs/design.md#routing).
 
 For every message no routing event cites yet, in log order: the rule for its kind, its
 effective severity (an uncertainty's impact mapped through ``impactSeverity``, then raised by

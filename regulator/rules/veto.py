@@ -1,4 +1,4 @@
-"""The veto: what holds a unit (upstream-core §3.5).
+"""The veto: what holds a unit (docs/design.md#the-veto).
 
 ``progression_veto`` is a check over open records, nothing more: every open obligation that
 blocks and names this unit, plus every one that blocks and names no unit at all — an audit

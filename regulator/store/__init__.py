@@ -15,6 +15,7 @@ from regulator.store.errors import (
     StoreError,
     StoreIOError,
     SymlinkRefused,
+    WrongFileKind,
 )
 from regulator.store.layout import (
     OUTBOX_ENV,
@@ -69,6 +70,7 @@ __all__ = [
     "SymlinkRefused",
     "TailBatch",
     "TailReader",
+    "WrongFileKind",
     "append_lines",
     "append_records",
     "check_unit_id",

@@ -14,7 +14,13 @@ import os
 import stat
 from pathlib import Path
 
-from regulator.store.errors import NotUnderInstance, StoreError, SymlinkRefused
+from regulator.store.errors import (
+    InvalidPathComponent,
+    NotUnderInstance,
+    StoreError,
+    SymlinkRefused,
+    WrongFileKind,
+)
 
 STATE_DIR_NAME = ".regulator"
 
@@ -32,7 +38,7 @@ class SplitPath:
         path = Path(path).absolute()
         parts = path.parts
         if len(parts) < 2:
-            raise StoreError(f"{path}: not a file path", path)
+            raise InvalidPathComponent(f"{path}: not a file path", path)
         self.path = path
         self.name = parts[-1]
         try:
@@ -44,7 +50,7 @@ class SplitPath:
             self.anchor = Path(*parts[:first])
             self.dirs: tuple[str, ...] = tuple(parts[first:-1])
             if any(part in (".", "..") for part in (*self.dirs, self.name)):
-                raise StoreError(f"{path}: '..' is not allowed below .regulator/", path)
+                raise InvalidPathComponent(f"{path}: '..' is not allowed below .regulator/", path)
         else:
             self.anchor = path.parent
             self.dirs = ()
@@ -107,7 +113,7 @@ def _open_dir_at(fd: int, component: str, split: SplitPath, index: int) -> int:
                 what = f"is {kind_of(os.lstat(component, dir_fd=fd).st_mode)}, not a directory"
             except OSError:
                 what = "not a directory"
-            raise StoreError(f"{split.prefix(index + 1)}: {what}", split.path) from None
+            raise WrongFileKind(f"{split.prefix(index + 1)}: {what}", split.path) from None
         raise
 
 
@@ -129,7 +135,7 @@ def kind_of(mode: int) -> str:
 
 def not_regular(path: Path, mode: int) -> StoreError:
     """The refusal for a directory, FIFO, socket or device where a file belongs."""
-    return StoreError(f"{path}: is {kind_of(mode)}, not a regular file", path)
+    return WrongFileKind(f"{path}: is {kind_of(mode)}, not a regular file", path)
 
 
 def open_at(dir_fd: int, name: str, flags: int, path: Path, mode: int = 0o666) -> int:

@@ -1,4 +1,4 @@
-"""Where every file of an instance lives (format.md "Files"; upstream-core.md §1, §5.1).
+"""Where every file of an instance lives (docs/instance-format.md#the-files).
 
 A :class:`Layout` only builds paths; it reads nothing but the environment (``REGULATOR_OUTBOX``)
 and, for the ``list_*`` helpers, directory listings. Every name that becomes a path component

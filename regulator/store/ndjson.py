@@ -169,9 +169,9 @@ class LogAppender:
 def locked_log(path: Path) -> Iterator[LogAppender]:
     """Hold the log's exclusive lock; append through the yielded object; fsync once at exit.
 
-    This is the check-then-write section of principle 4: while inside, refresh your reader up to
-    the end (no one else can append), validate, then append. If the body raises before
-    appending, the file is left byte-for-byte unchanged. Missing directories below
+    This is the check-then-write section of docs/design.md#principles (4): while inside, refresh
+    your reader up to the end (no one else can append), validate, then append. If the body raises
+    before appending, the file is left byte-for-byte unchanged. Missing directories below
     ``.regulator/`` are created; a symlink anywhere below it is refused.
     """
     path = Path(path)

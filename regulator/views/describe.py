@@ -1,4 +1,5 @@
-"""The one-line descriptions the CLI prints, in the original's shapes (upstream-core §8.1)."""
+"""The one-line descriptions the CLI prints, in the original's shapes
+(docs/design.md#command-output)."""
 
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ import yaml
 
 from regulator.host import gitops
 from regulator.host.sessions import SessionAdapter, SessionResult, SessionRun
-from regulator.host.tools import ToolRefused
+from regulator.host.tools import ToolFailed, ToolRefused
 from regulator.protocol.errors import Refused
 
 _REPORT_DEFAULTS: dict[str, Any] = {
@@ -43,7 +43,8 @@ _REPORT_DEFAULTS: dict[str, Any] = {
 
 
 class ScenarioError(Refused):
-    pass
+    """A scenario file the person gave that cannot be played (unreadable, not a mapping with
+    a list of attempts): refused, nothing is run; give another file."""
 
 
 def load_scenario(path: Path) -> dict[str, Any]:
@@ -88,8 +89,8 @@ class ScriptAdapter(SessionAdapter):
                 break
             try:
                 stop = self._step(run, action, value)
-            except ToolRefused:
-                continue  # the tools recorded the refusal as an observation
+            except (ToolRefused, ToolFailed):
+                continue  # the tools recorded the refusal or failure as an observation
             if isinstance(stop, SessionResult):
                 stop.session_id = session_id
                 return stop
