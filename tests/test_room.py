@@ -18,7 +18,8 @@ from textual.widgets import OptionList
 from regulator.rules.ledger import Ledger
 from regulator.store import Layout
 from tui.app import MainScreen, RoomApp
-from tui.dialogs import AcknowledgeDialog, AnswerDialog, EscalateDialog, ResolveDialog
+from tui.dialogs.answer import AnswerDialog
+from tui.dialogs.obligation import AcknowledgeDialog, EscalateDialog, ResolveDialog
 from tui.keys import RowKey
 from tui.screens.inspector import UnitInspector
 from tui.widgets.detail import ObligationDetail

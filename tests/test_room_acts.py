@@ -19,7 +19,10 @@ from regulator.rules.regulatory_log import RegulatoryLog
 from regulator.store import Layout
 from regulator.views.next_step import next_step_of
 from tui.app import MainScreen, RoomApp
-from tui.dialogs import DriveConfirm, NotificationsScreen, ReplanDialog, ResolveDialog
+from tui.dialogs.drive import DriveConfirm
+from tui.dialogs.lists import NotificationsScreen
+from tui.dialogs.obligation import ResolveDialog
+from tui.dialogs.recovery import ReplanDialog
 from tui.screens.inspector import UnitInspector
 from tui.widgets.instances import UnitsTable
 
@@ -218,7 +221,7 @@ def test_a_unit_that_spent_its_attempts_is_told_to_replan(project: Path) -> None
 
 
 async def test_enter_on_a_choice_with_nothing_picked_says_so(tmp_path: Path) -> None:
-    from tui.dialogs import AnswerDialog
+    from tui.dialogs.answer import AnswerDialog
 
     from .room_fixture import build_fixture
     from .test_room import question, select
@@ -236,7 +239,7 @@ async def test_enter_on_a_choice_with_nothing_picked_says_so(tmp_path: Path) -> 
 
 
 async def test_a_choice_carries_a_note_with_the_option_picked(tmp_path: Path) -> None:
-    from tui.dialogs import AnswerDialog
+    from tui.dialogs.answer import AnswerDialog
 
     from .room_fixture import build_fixture
     from .test_room import question, select, state

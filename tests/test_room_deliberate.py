@@ -22,7 +22,9 @@ from regulator.rules.asking import ask
 from regulator.rules.ledger import Ledger
 from regulator.store import Layout
 from tui.app import MainScreen, RoomApp
-from tui.dialogs import AnswerDialog, PersonPicker, QuitConfirm
+from tui.dialogs.answer import AnswerDialog
+from tui.dialogs.person import PersonPicker
+from tui.dialogs.quit import QuitConfirm
 from tui.screens.inspector import UnitInspector
 from tui.widgets.rowtable import RowTable
 

@@ -22,7 +22,8 @@ from regulator.rules.audit_log import AuditLog
 from regulator.rules.execution import ExecutionStore
 from regulator.store import Layout
 from tui.app import MainScreen, RoomApp
-from tui.dialogs import DriveConfirm, RemediateDialog, ReplanDialog
+from tui.dialogs.drive import DriveConfirm
+from tui.dialogs.recovery import RemediateDialog, ReplanDialog
 from tui.screens.inspector import UnitInspector
 
 from .conftest import git

@@ -20,7 +20,8 @@ from textual.widgets import Input
 from regulator.host.remote import RemoteTarget, parse_target, remote_command
 from regulator.rules.authority import process_os_user
 from tui.app import MainScreen, RoomApp
-from tui.dialogs import AnswerDialog, ResolveDialog
+from tui.dialogs.answer import AnswerDialog
+from tui.dialogs.obligation import ResolveDialog
 from tui.remote import RemoteInstanceModel
 
 from .conftest import run_cli

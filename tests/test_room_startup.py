@@ -26,7 +26,7 @@ from regulator.host.presence import Heartbeat, PresenceFile, present
 from regulator.rules.ledger import Ledger
 from regulator.store import Layout
 from tui.app import RoomApp
-from tui.dialogs import HelpScreen
+from tui.dialogs.lists import HelpScreen
 from tui.widgets.banners import WaitingBanner
 from tui.widgets.reading import Reading
 from tui.widgets.topbar import TopBar

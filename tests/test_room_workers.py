@@ -20,7 +20,9 @@ from regulator.rules.ledger import Ledger
 from regulator.store import Layout
 from tui.app import RoomApp
 from tui.bindings import all_ids
-from tui.dialogs import AcknowledgeDialog, AnswerDialog, HelpScreen
+from tui.dialogs.answer import AnswerDialog
+from tui.dialogs.lists import HelpScreen
+from tui.dialogs.obligation import AcknowledgeDialog
 from tui.inbox_index import InboxIndex
 from tui.keymap import load_keymap
 from tui.keys import RowKey
@@ -99,7 +101,7 @@ async def test_with_a_slow_fold_the_room_takes_keys_and_shows_loading_before_the
 
 @pytest.mark.asyncio
 async def test_quitting_before_an_instance_is_read_asks_first(demo: Path) -> None:
-    from tui.dialogs import QuitConfirm
+    from tui.dialogs.quit import QuitConfirm
 
     app = app_for(demo)
     gate, _ = held_folds(app.models[0])

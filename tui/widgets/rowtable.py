@@ -23,12 +23,14 @@ from typing import Any, ClassVar, Generic, TypeVar
 from rich.style import Style
 from rich.text import Text
 from textual import events
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+
+from ..bindings import TABLE
 
 K = TypeVar("K", bound=Hashable)
 
@@ -70,15 +72,7 @@ class RowTable(ScrollView, Generic[K], can_focus=True):
     RowTable > .rowtable--new { color: $success; text-style: bold; }
     RowTable > .rowtable--ok { color: $success; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up,k", "cursor(-1)", "up", show=False, id="table.up"),
-        Binding("down,j", "cursor(1)", "down", show=False, id="table.down"),
-        Binding("pageup", "page(-1)", show=False, id="table.page_up"),
-        Binding("pagedown", "page(1)", show=False, id="table.page_down"),
-        Binding("home,g", "edge(0)", "first", show=False, id="table.first"),
-        Binding("end,G", "edge(1)", "last", show=False, id="table.last"),
-        Binding("enter", "select", "open", show=False, id="table.open"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = list(TABLE)
     #: What the flexible column keeps before others give way.
     FLEX_MIN = 24
     EMPTY = "nothing here"
