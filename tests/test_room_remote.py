@@ -25,8 +25,8 @@ from tui.dialogs.obligation import ResolveDialog
 from tui.remote import RemoteInstanceModel
 
 from .conftest import run_cli
-from .room_fixture import build_fixture, copy_fixture, fixed_clock, settled
-from .test_room import question, select, state, wait_for
+from .room_fixture import build_fixture, copy_fixture, fixed_clock, settled, wait_for
+from .test_room import question, select, state
 
 pytestmark = pytest.mark.asyncio
 

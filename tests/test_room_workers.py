@@ -7,8 +7,6 @@ Each test is named after what it shows a person.
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +28,14 @@ from tui.model import InstanceModel
 from tui.screens.inspector import UnitInspector
 
 from .room_fixture import (
+    app_for,
     build_fixture,
     copy_fixture,
     fixed_clock,
     held_folds,
     on_the_inbox,
     settled,
+    wait_for,
 )
 
 
@@ -47,18 +47,6 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def demo(built: Path, tmp_path: Path) -> Path:
     return copy_fixture(built, tmp_path / "calc")
-
-
-def app_for(root: Path, **kw: Any) -> RoomApp:
-    kw.setdefault("keymap", root.parent / "no-keymap.yaml")
-    return RoomApp([root], person="alice", clock=fixed_clock, watch=False, presence=False, **kw)
-
-
-async def wait_for(pilot: Any, condition: Callable[[], bool], seconds: float = 10) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        await pilot.pause(0.02)
 
 
 def footer_keys(app: RoomApp) -> list[str]:
