@@ -123,7 +123,7 @@ def _recovery(which: str) -> Setup:
     fixture's unit waits on another action, and the dialog is what is pinned)."""
 
     async def setup(pilot: Any) -> None:
-        from tui.dialogs import RemediateDialog, ReplanDialog
+        from tui.dialogs.recovery import RemediateDialog, ReplanDialog
 
         app = pilot.app
         await _select(pilot, lambda o: o.concern == "recovery-decision")
@@ -164,7 +164,7 @@ async def _inspector_acting(pilot: Any) -> None:
 
 async def _drive_again(pilot: Any) -> None:
     """The drive dialog of a scripted unit: the scenario to play, prefilled."""
-    from tui.dialogs import DriveConfirm
+    from tui.dialogs.drive import DriveConfirm
 
     await settled(pilot)
     pilot.app.open_unit(0, "flaky-import")

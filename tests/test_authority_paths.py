@@ -479,7 +479,7 @@ async def test_the_room_refuses_bob_escalating_an_s5_obligation_down_and_writes_
     instance: Path,
 ) -> None:
     from tui.app import RoomApp
-    from tui.dialogs import EscalateDialog
+    from tui.dialogs.obligation import EscalateDialog
 
     oid = open_s5(instance)
     before = snapshot(instance)

@@ -7,9 +7,8 @@ Each test is named after what it shows a person.
 from __future__ import annotations
 
 import gc
-import time
-from collections.abc import Callable
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,8 @@ from tui.screens.inspector import UnitInspector
 from tui.widgets.footer import RoomFooter
 from tui.widgets.timeline import TimelineTable
 
-from .room_fixture import END, build_fixture, copy_fixture, fixed_clock
+from . import room_fixture
+from .room_fixture import END, app_for, build_fixture, copy_fixture
 
 UNIT = "flaky-import"
 MANY = 1500  # obligations appended for the unit, each opened and delivered: 3,000 rows
@@ -76,22 +76,8 @@ def demo(built: Path, tmp_path: Path) -> Path:
     return copy_fixture(built, tmp_path / "calc")
 
 
-def app_for(root: Path) -> RoomApp:
-    return RoomApp(
-        [root],
-        person="alice",
-        clock=fixed_clock,
-        watch=False,
-        presence=False,
-        keymap=root.parent / "no-keymap.yaml",
-    )
-
-
-async def wait_for(pilot: Any, condition: Callable[[], bool], seconds: float = 20) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        await pilot.pause(0.02)
+# A replay of thousands of rows takes its time on a loaded machine.
+wait_for = partial(room_fixture.wait_for, seconds=20)
 
 
 async def opened(app: RoomApp, pilot: Any) -> UnitInspector:

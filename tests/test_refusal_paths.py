@@ -398,7 +398,7 @@ async def test_the_room_shows_a_host_failure_as_the_dialogs_refusal_and_stays_op
     from regulator.rules.ledger import Ledger
     from regulator.store import Layout
     from tui.app import RoomApp
-    from tui.dialogs import AcknowledgeDialog
+    from tui.dialogs.obligation import AcknowledgeDialog
 
     ledger = Ledger(Layout(project))
     opened = ledger.open_obligation(

@@ -18,13 +18,22 @@ from textual.widgets import OptionList
 from regulator.rules.ledger import Ledger
 from regulator.store import Layout
 from tui.app import MainScreen, RoomApp
-from tui.dialogs import AcknowledgeDialog, AnswerDialog, EscalateDialog, ResolveDialog
+from tui.dialogs.answer import AnswerDialog
+from tui.dialogs.obligation import AcknowledgeDialog, EscalateDialog, ResolveDialog
 from tui.keys import RowKey
 from tui.screens.inspector import UnitInspector
 from tui.widgets.detail import ObligationDetail
 from tui.widgets.rowtable import RowTable
 
-from .room_fixture import build_fixture, copy_fixture, fixed_clock, on_the_inbox, settled
+from .room_fixture import (
+    app_for,
+    build_fixture,
+    copy_fixture,
+    fixed_clock,
+    on_the_inbox,
+    settled,
+    wait_for,
+)
 
 pytestmark = pytest.mark.asyncio
 
@@ -37,10 +46,6 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def demo(built: Path, tmp_path: Path) -> Path:
     return copy_fixture(built, tmp_path / "calc")
-
-
-def app_for(root: Path, person: str = "alice", **kw: Any) -> RoomApp:
-    return RoomApp([root], person=person, clock=fixed_clock, watch=False, presence=False, **kw)
 
 
 def signals(root: Path) -> bytes:
@@ -71,13 +76,6 @@ async def select(app: RoomApp, pilot: Any, predicate: Callable[[Any], bool]) -> 
 
 def question(kind: str) -> Callable[[Any], bool]:
     return lambda o: o.concern == "interaction" and o.subject.startswith(f"{kind}:")
-
-
-async def wait_for(pilot: Any, condition: Callable[[], bool], seconds: float = 10) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        await pilot.pause(0.02)
 
 
 # --- answering ----------------------------------------------------------------------------

@@ -19,12 +19,15 @@ from regulator.rules.regulatory_log import RegulatoryLog
 from regulator.store import Layout
 from regulator.views.next_step import next_step_of
 from tui.app import MainScreen, RoomApp
-from tui.dialogs import DriveConfirm, NotificationsScreen, ReplanDialog, ResolveDialog
+from tui.dialogs.drive import DriveConfirm
+from tui.dialogs.lists import NotificationsScreen
+from tui.dialogs.obligation import ResolveDialog
+from tui.dialogs.recovery import ReplanDialog
 from tui.screens.inspector import UnitInspector
 from tui.widgets.instances import UnitsTable
 
 from .conftest import run_cli
-from .room_fixture import settled
+from .room_fixture import build_fixture, copy_fixture, settled
 from .test_loop import project
 from .test_remediate_clarify import driven_once
 from .test_room_recovery import fake_editor, status, wait_for
@@ -32,6 +35,16 @@ from .test_room_recovery import fake_editor, status, wait_for
 __all__ = ["project"]
 
 pytestmark = [pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_fixture(tmp_path_factory.mktemp("room-acts") / "calc")
+
+
+@pytest.fixture
+def demo(built: Path, tmp_path: Path) -> Path:
+    return copy_fixture(built, tmp_path / "calc")
 
 
 def room(root: Path, **kw: Any) -> RoomApp:
@@ -217,52 +230,52 @@ def test_a_unit_that_spent_its_attempts_is_told_to_replan(project: Path) -> None
     assert next_step_of(log, store, unit, attempt_ceiling=ceiling).act == "drive"
 
 
-async def test_enter_on_a_choice_with_nothing_picked_says_so(tmp_path: Path) -> None:
-    from tui.dialogs import AnswerDialog
+async def test_enter_on_a_choice_with_nothing_picked_says_so(demo: Path) -> None:
+    from tui.dialogs.answer import AnswerDialog
 
-    from .room_fixture import build_fixture
-    from .test_room import question, select
+    from .room_fixture import DialogHost, read_model, room_actor
+    from .test_room import question
 
-    root = build_fixture(tmp_path / "calc")
-    app = room(root)
-    async with app.run_test(size=(160, 48)) as pilot:
-        await select(app, pilot, question("choice"))
-        await pilot.press("a")
-        await wait_for(pilot, lambda: isinstance(app.screen, AnswerDialog))
-        dialog = app.screen
+    root = demo
+    model = read_model(root)
+    o = next(o for o in model.open_obligations() if question("choice")(o))
+    host = DialogHost(AnswerDialog(model, o, "alice", room_actor()))
+    async with host.run_test(size=(160, 48)) as pilot:
+        await host.shown(pilot)
+        dialog = host.dialog
         await pilot.press("enter")
         assert "pick an option first" in str(dialog.query_one("#refusal").render())
-        assert app.screen is dialog
+        assert host.screen is dialog and not host.results
+        assert host.kept == ["pick an option first: ↑ ↓ or its number, then enter"]
 
 
-async def test_a_choice_carries_a_note_with_the_option_picked(tmp_path: Path) -> None:
-    from tui.dialogs import AnswerDialog
+async def test_a_choice_carries_a_note_with_the_option_picked(demo: Path) -> None:
+    from tui.dialogs.answer import AnswerDialog
 
-    from .room_fixture import build_fixture
-    from .test_room import question, select, state
+    from .room_fixture import DialogHost, read_model, room_actor
+    from .test_room import question, state
 
-    root = build_fixture(tmp_path / "calc")
-    app = room(root)
-    async with app.run_test(size=(160, 48)) as pilot:
-        o = await select(app, pilot, question("choice"))
-        await pilot.press("a")
-        await wait_for(pilot, lambda: isinstance(app.screen, AnswerDialog))
+    root = demo
+    model = read_model(root)
+    o = next(o for o in model.open_obligations() if question("choice")(o))
+    host = DialogHost(AnswerDialog(model, o, "alice", room_actor()))
+    async with host.run_test(size=(160, 48)) as pilot:
+        await host.shown(pilot)
         await pilot.press("2")  # highlights the second option; typing in the note next
-        app.screen.query_one("#note", Input).focus()
+        host.dialog.query_one("#note", Input).focus()
         await pilot.press(*"until 2027", "enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
+        await wait_for(pilot, lambda: bool(host.results))
     after = state(root, o.id)
     assert after.disposition == "fixed"
     assert "JSON lines file" in (after.rationale or "") and "until 2027" in (after.rationale or "")
 
 
-async def test_a_closed_obligation_loses_its_new_mark(tmp_path: Path) -> None:
+async def test_a_closed_obligation_loses_its_new_mark(demo: Path) -> None:
     from tui.keys import RowKey
 
-    from .room_fixture import build_fixture
     from .test_room import question
 
-    root = build_fixture(tmp_path / "calc")
+    root = demo
     app = room(root)
     async with app.run_test(size=(160, 48)) as pilot:
         await settled(pilot)

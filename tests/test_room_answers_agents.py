@@ -10,7 +10,7 @@ from typing import Any
 from regulator.rules.regulatory_log import RegulatoryLog
 from regulator.store import Layout
 from tui.app import RoomApp
-from tui.dialogs import AnswerDialog
+from tui.dialogs.answer import AnswerDialog
 
 from .test_mcp_server import drive_agent, project
 

@@ -8,7 +8,6 @@ picker cancels.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,17 +21,24 @@ from regulator.rules.asking import ask
 from regulator.rules.ledger import Ledger
 from regulator.store import Layout
 from tui.app import MainScreen, RoomApp
-from tui.dialogs import AnswerDialog, PersonPicker, QuitConfirm
+from tui.dialogs.answer import AnswerDialog
+from tui.dialogs.person import PersonPicker
+from tui.dialogs.quit import QuitConfirm
 from tui.screens.inspector import UnitInspector
 from tui.widgets.rowtable import RowTable
 
 from .room_fixture import (
     SHOWN_ROOT,
+    DialogHost,
+    app_for,
     build_fixture,
     copy_fixture,
     fixed_clock,
     on_the_inbox,
+    read_model,
+    room_actor,
     settled,
+    wait_for,
 )
 
 
@@ -44,10 +50,6 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def demo(built: Path, tmp_path: Path) -> Path:
     return copy_fixture(built, tmp_path / "calc")
-
-
-def app_for(root: Path, person: str | None = "alice") -> RoomApp:
-    return RoomApp([root], person=person, clock=fixed_clock, watch=False, presence=False)
 
 
 def signals(root: Path) -> bytes:
@@ -68,15 +70,17 @@ def travelled(root: Path, oid: str, note: str) -> bool:
     return answer.outcome == "answered" and note in (answer.answer or "") and note in rationale
 
 
-async def wait_for(pilot: Any, condition: Callable[[], bool], seconds: float = 10) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        await pilot.pause(0.02)
-
-
 def question(kind: str) -> Callable[[Any], bool]:
     return lambda o: o.concern == "interaction" and o.subject.startswith(f"{kind}:")
+
+
+def answering(root: Path, kind: str) -> tuple[Any, DialogHost]:
+    """The answer dialog on the open question of ``kind``, alone in a host App, acting as alice:
+    for what the dialog does on its own (the tests that need the room behind it open it there,
+    with ``open_answer``)."""
+    model = read_model(root)
+    o = next(o for o in model.log.obligations.values() if o.status == "open" and question(kind)(o))
+    return o, DialogHost(AnswerDialog(model, o, "alice", room_actor()))
 
 
 async def open_answer(app: RoomApp, pilot: Any, kind: str) -> tuple[Any, AnswerDialog]:
@@ -103,10 +107,10 @@ async def open_answer(app: RoomApp, pilot: Any, kind: str) -> tuple[Any, AnswerD
 async def test_a_consent_or_uat_dialog_opens_in_the_note_field_not_on_a_button(
     demo: Path, kind: str
 ) -> None:
-    app = app_for(demo)
-    async with app.run_test(size=(160, 48)) as pilot:
-        _, dialog = await open_answer(app, pilot, kind)
-        await pilot.pause()
+    _, host = answering(demo, kind)
+    async with host.run_test(size=(160, 48)) as pilot:
+        await host.shown(pilot)
+        dialog = host.dialog
         assert isinstance(dialog.focused, Input) and dialog.focused.id == "note"
 
 
@@ -133,12 +137,12 @@ async def test_enter_on_an_untouched_consent_or_uat_dialog_answers_nothing(
     demo: Path, kind: str
 ) -> None:
     before = signals(demo)
-    app = app_for(demo)
-    async with app.run_test(size=(160, 48)) as pilot:
-        _, dialog = await open_answer(app, pilot, kind)
+    _, host = answering(demo, kind)
+    async with host.run_test(size=(160, 48)) as pilot:
+        await host.shown(pilot)
         await pilot.press("enter", "enter", "space", "y", "ctrl+s", "enter")
         await pilot.pause()
-        assert app.screen is dialog
+        assert host.screen is host.dialog and not host.results
     assert signals(demo) == before
 
 
@@ -146,11 +150,11 @@ async def test_enter_on_an_untouched_consent_or_uat_dialog_answers_nothing(
 async def test_ctrl_y_answers_yes_and_the_typed_note_travels_with_it(
     demo: Path, kind: str, yes: str
 ) -> None:
-    app = app_for(demo)
-    async with app.run_test(size=(160, 48)) as pilot:
-        o, _ = await open_answer(app, pilot, kind)
+    o, host = answering(demo, kind)
+    async with host.run_test(size=(160, 48)) as pilot:
+        await host.shown(pilot)
         await pilot.press(*"checked on staging", "ctrl+y")
-        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
+        await wait_for(pilot, lambda: bool(host.results))
     after = state(demo, o.id)
     assert (after.status, after.disposition) == ("resolved", yes)
     assert travelled(demo, o.id, "checked on staging")
@@ -160,22 +164,22 @@ async def test_ctrl_y_answers_yes_and_the_typed_note_travels_with_it(
 async def test_ctrl_n_refuses_and_the_typed_reason_travels_with_the_refusal(
     demo: Path, kind: str
 ) -> None:
-    app = app_for(demo)
-    async with app.run_test(size=(160, 48)) as pilot:
-        o, _ = await open_answer(app, pilot, kind)
+    o, host = answering(demo, kind)
+    async with host.run_test(size=(160, 48)) as pilot:
+        await host.shown(pilot)
         await pilot.press(*"not before the freeze ends", "ctrl+n")
-        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
+        await wait_for(pilot, lambda: bool(host.results))
     after = state(demo, o.id)
     assert (after.status, after.disposition) == ("resolved", "rejected")
     assert travelled(demo, o.id, "not before the freeze ends")
 
 
 async def test_a_yes_typed_in_the_note_of_a_refusal_is_still_a_refusal(demo: Path) -> None:
-    app = app_for(demo)
-    async with app.run_test(size=(160, 48)) as pilot:
-        o, _ = await open_answer(app, pilot, "consent")
+    o, host = answering(demo, "consent")
+    async with host.run_test(size=(160, 48)) as pilot:
+        await host.shown(pilot)
         await pilot.press(*"yes", "ctrl+n")
-        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
+        await wait_for(pilot, lambda: bool(host.results))
     assert state(demo, o.id).disposition == "rejected"
 
 
@@ -185,11 +189,11 @@ async def test_a_yes_typed_in_the_note_of_a_refusal_is_still_a_refusal(demo: Pat
 @pytest.mark.parametrize("kind", ["consent", "uat"])
 async def test_esc_after_typing_a_note_records_nothing(demo: Path, kind: str) -> None:
     before = signals(demo)
-    app = app_for(demo)
-    async with app.run_test(size=(160, 48)) as pilot:
-        await open_answer(app, pilot, kind)
+    _, host = answering(demo, kind)
+    async with host.run_test(size=(160, 48)) as pilot:
+        await host.shown(pilot)
         await pilot.press(*"fine by me", "escape")
-        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
+        await wait_for(pilot, lambda: host.results == [None])
     assert signals(demo) == before
 
 
@@ -206,23 +210,24 @@ async def test_leaving_the_room_with_a_consent_dialog_open_records_nothing(demo:
 async def test_the_refusal_button_comes_first_after_the_note_and_answers_when_pressed(
     demo: Path,
 ) -> None:
-    app = app_for(demo)
-    async with app.run_test(size=(160, 48)) as pilot:
-        o, dialog = await open_answer(app, pilot, "consent")
+    o, host = answering(demo, "consent")
+    async with host.run_test(size=(160, 48)) as pilot:
+        await host.shown(pilot)
         await pilot.press(*"too risky", "tab")
-        focused = dialog.focused
+        focused = host.dialog.focused
         assert isinstance(focused, Button) and focused.id == "no"
         await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
+        await wait_for(pilot, lambda: bool(host.results))
     assert state(demo, o.id).disposition == "rejected"
     assert travelled(demo, o.id, "too risky")
 
 
 @pytest.mark.parametrize("kind", ["consent", "uat"])
 async def test_the_consent_and_uat_dialogs_show_the_keys_that_answer(demo: Path, kind: str) -> None:
-    app = app_for(demo)
-    async with app.run_test(size=(160, 48)) as pilot:
-        _, dialog = await open_answer(app, pilot, kind)
+    _, host = answering(demo, kind)
+    async with host.run_test(size=(160, 48)) as pilot:
+        await host.shown(pilot)
+        dialog = host.dialog
         labels = {b.id: str(b.label) for b in dialog.query(Button)}
         assert "ctrl+y" in labels["yes"] and "ctrl+n" in labels["no"]
         shown = str(dialog.query_one("#recorded-as").render())
@@ -268,27 +273,29 @@ async def test_app_letters_do_nothing_over_a_dialog_whose_focus_is_on_a_button(
 
 async def test_enter_on_a_fresh_choice_picks_nothing(demo: Path) -> None:
     before = signals(demo)
-    app = app_for(demo)
-    async with app.run_test(size=(160, 48)) as pilot:
-        _, dialog = await open_answer(app, pilot, "choice")
+    _, host = answering(demo, "choice")
+    async with host.run_test(size=(160, 48)) as pilot:
+        await host.shown(pilot)
+        dialog = host.dialog
         assert dialog.query_one("#options", OptionList).highlighted is None
         await pilot.press("enter")
         await pilot.pause()
-        assert app.screen is dialog
+        assert host.screen is dialog and not host.results
     assert signals(demo) == before
 
 
 async def test_a_choice_number_highlights_that_option_and_enter_answers_it(demo: Path) -> None:
-    app = app_for(demo)
-    async with app.run_test(size=(160, 48)) as pilot:
-        o, dialog = await open_answer(app, pilot, "choice")
+    o, host = answering(demo, "choice")
+    async with host.run_test(size=(160, 48)) as pilot:
+        await host.shown(pilot)
+        dialog = host.dialog
         await pilot.press("2")
         await pilot.pause()
-        assert app.screen is dialog  # a number only highlights
+        assert host.screen is dialog and not host.results  # a number only highlights
         assert dialog.query_one("#options", OptionList).highlighted == 1
         assert "JSON lines file" in str(dialog.query_one("#recorded-as").render())
         await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
+        await wait_for(pilot, lambda: bool(host.results))
     assert (state(demo, o.id).disposition, state(demo, o.id).rationale) == (
         "fixed",
         "JSON lines file",
@@ -299,13 +306,14 @@ async def test_a_digit_that_is_not_ascii_highlights_no_option(demo: Path) -> Non
     # "٢" (Arabic-Indic two) is a digit to str.isdigit and int() reads it as 2; "²" is a digit
     # that int() cannot read. Neither is a number the dialog offers.
     before = signals(demo)
-    app = app_for(demo)
-    async with app.run_test(size=(160, 48)) as pilot:
-        _, dialog = await open_answer(app, pilot, "choice")
+    _, host = answering(demo, "choice")
+    async with host.run_test(size=(160, 48)) as pilot:
+        await host.shown(pilot)
+        dialog = host.dialog
         for key in ("\u0662", "\u00b2", "\uff12"):
             await pilot.press(key)
             await pilot.pause()
-            assert app.screen is dialog and app.is_running
+            assert host.screen is dialog and host.is_running
             assert dialog.query_one("#options", OptionList).highlighted is None, key
     assert signals(demo) == before
 

@@ -11,7 +11,8 @@ from regulator.host.channels import ChannelDelivery, deliveries_path
 from regulator.store import Layout
 from tui.widgets.detail import ObligationDetail
 
-from .test_room import app_for, built, demo, question, select
+from .room_fixture import app_for
+from .test_room import built, demo, question, select
 
 __all__ = ["built", "demo"]  # fixtures, used by name
 

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import gc
 import subprocess
-import time
 import weakref
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -26,7 +24,7 @@ from tui.inbox_index import InboxIndex
 from tui.keys import RowKey
 from tui.model import InstanceModel
 
-from .room_fixture import settled
+from .room_fixture import app_for, settled, wait_for
 
 ROWS = 600
 
@@ -58,22 +56,8 @@ def busy(tmp_path_factory: pytest.TempPathFactory) -> Path:
 LATER = datetime.now(UTC) + timedelta(hours=1)
 
 
-def app_for(root: Path) -> RoomApp:
-    return RoomApp(
-        [root],
-        person="alice",
-        clock=lambda: LATER,
-        watch=False,
-        presence=False,
-        keymap=root / "no-keymap.yaml",
-    )
-
-
-async def wait_for(pilot: Any, condition: Callable[[], bool], seconds: float = 10) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        await pilot.pause(0.02)
+def later() -> datetime:
+    return LATER
 
 
 def subjects(app: RoomApp) -> list[str]:
@@ -94,7 +78,7 @@ def in_view(app: RoomApp) -> bool:
 async def test_the_filter_narrows_widens_and_clears_and_the_selected_row_stays_in_view(
     busy: Path,
 ) -> None:
-    app = app_for(busy)
+    app = app_for(busy, clock=later)
     async with app.run_test(size=(100, 30)) as pilot:
         await settled(pilot)
         main = app.main
@@ -130,7 +114,7 @@ async def test_the_filter_narrows_widens_and_clears_and_the_selected_row_stays_i
 
 @pytest.mark.asyncio
 async def test_typing_fast_filters_by_every_character_typed(busy: Path) -> None:
-    app = app_for(busy)
+    app = app_for(busy, clock=later)
     async with app.run_test(size=(160, 48)) as pilot:
         await settled(pilot)
         main = app.main
@@ -150,7 +134,7 @@ async def test_typing_fast_filters_by_every_character_typed(busy: Path) -> None:
 
 @pytest.mark.asyncio
 async def test_a_theme_switch_recolours_every_visible_row_from_its_cells_up(busy: Path) -> None:
-    app = app_for(busy)
+    app = app_for(busy, clock=later)
     async with app.run_test(size=(160, 48)) as pilot:
         await settled(pilot)
         main = app.main
@@ -186,7 +170,7 @@ async def test_a_theme_switch_recolours_every_visible_row_from_its_cells_up(busy
 async def test_the_detail_shows_the_selected_row_as_soon_as_a_filter_changes_it(
     busy: Path,
 ) -> None:
-    app = app_for(busy)
+    app = app_for(busy, clock=later)
     async with app.run_test(size=(160, 48)) as pilot:
         await settled(pilot)
         main = app.main
@@ -203,7 +187,7 @@ async def test_the_detail_shows_the_selected_row_as_soon_as_a_filter_changes_it(
 
 @pytest.mark.asyncio
 async def test_filtering_keeps_the_inbox_tab_as_wide_as_it_was(busy: Path) -> None:
-    app = app_for(busy)
+    app = app_for(busy, clock=later)
     async with app.run_test(size=(160, 48)) as pilot:
         await settled(pilot)
         main = app.main
@@ -221,7 +205,7 @@ async def test_filtering_keeps_the_inbox_tab_as_wide_as_it_was(busy: Path) -> No
 
 @pytest.mark.asyncio
 async def test_switching_tabs_does_not_draw_the_inbox_rows_again(busy: Path) -> None:
-    app = app_for(busy)
+    app = app_for(busy, clock=later)
     async with app.run_test(size=(160, 48)) as pilot:
         await settled(pilot)
         main = app.main
@@ -339,7 +323,7 @@ async def test_opening_the_filter_moves_what_the_room_holds_out_of_the_collector
     from tui.widgets.inbox import InboxView
 
     monkeypatch.setattr(InboxView, "WARM_SLICE", 50)  # several slices, as for a large inbox
-    app = app_for(busy)
+    app = app_for(busy, clock=later)
     try:
         async with app.run_test(size=(160, 48)) as pilot:
             await settled(pilot)

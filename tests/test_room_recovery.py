@@ -8,8 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-import time
-from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +21,11 @@ from regulator.rules.audit_log import AuditLog
 from regulator.rules.execution import ExecutionStore
 from regulator.store import Layout
 from tui.app import MainScreen, RoomApp
-from tui.dialogs import DriveConfirm, RemediateDialog, ReplanDialog
+from tui.dialogs.drive import DriveConfirm
+from tui.dialogs.recovery import RemediateDialog, ReplanDialog
 from tui.screens.inspector import UnitInspector
 
+from . import room_fixture
 from .conftest import git
 from .room_fixture import settled
 from .test_loop import SILENT, loop_for, project
@@ -47,11 +48,8 @@ def room(root: Path, person: str = "alice") -> RoomApp:
     return app
 
 
-async def wait_for(pilot: Any, condition: Callable[[], bool], seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        await pilot.pause(0.05)
+# A drive runs git and a scripted session on a worker thread: it may take a while.
+wait_for = partial(room_fixture.wait_for, seconds=60, step=0.05)
 
 
 async def select_wait(app: RoomApp, pilot: Any, unit_id: str) -> Any:

@@ -20,12 +20,13 @@ from textual.widgets import Input
 from regulator.host.remote import RemoteTarget, parse_target, remote_command
 from regulator.rules.authority import process_os_user
 from tui.app import MainScreen, RoomApp
-from tui.dialogs import AnswerDialog, ResolveDialog
+from tui.dialogs.answer import AnswerDialog
+from tui.dialogs.obligation import ResolveDialog
 from tui.remote import RemoteInstanceModel
 
 from .conftest import run_cli
-from .room_fixture import build_fixture, copy_fixture, fixed_clock, settled
-from .test_room import question, select, state, wait_for
+from .room_fixture import build_fixture, copy_fixture, fixed_clock, settled, wait_for
+from .test_room import question, select, state
 
 pytestmark = pytest.mark.asyncio
 

@@ -11,7 +11,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +25,20 @@ from regulator.host.presence import Heartbeat, PresenceFile, present
 from regulator.rules.ledger import Ledger
 from regulator.store import Layout
 from tui.app import RoomApp
-from tui.dialogs import HelpScreen
+from tui.dialogs.lists import HelpScreen
 from tui.widgets.banners import WaitingBanner
 from tui.widgets.reading import Reading
 from tui.widgets.topbar import TopBar
 
-from .room_fixture import build_fixture, copy_fixture, fixed_clock, held_folds, settled
+from .room_fixture import (
+    app_for,
+    build_fixture,
+    copy_fixture,
+    fixed_clock,
+    held_folds,
+    settled,
+    wait_for,
+)
 from .test_room_deliberate import a_session_waits
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,19 +52,6 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def demo(built: Path, tmp_path: Path) -> Path:
     return copy_fixture(built, tmp_path / "calc")
-
-
-def app_for(*roots: Path, **kw: Any) -> RoomApp:
-    kw.setdefault("keymap", roots[0].parent / "no-keymap.yaml")
-    kw.setdefault("watch", False)
-    return RoomApp(list(roots), person="alice", clock=fixed_clock, presence=False, **kw)
-
-
-async def wait_for(pilot: Any, condition: Callable[[], bool], seconds: float = 10) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        await pilot.pause(0.02)
 
 
 def open_obligation(root: Path, subject: str) -> str:

@@ -7,8 +7,6 @@ Each test is named after what it shows a person.
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +18,9 @@ from regulator.rules.ledger import Ledger
 from regulator.store import Layout
 from tui.app import RoomApp
 from tui.bindings import all_ids
-from tui.dialogs import AcknowledgeDialog, AnswerDialog, HelpScreen
+from tui.dialogs.answer import AnswerDialog
+from tui.dialogs.lists import HelpScreen
+from tui.dialogs.obligation import AcknowledgeDialog
 from tui.inbox_index import InboxIndex
 from tui.keymap import load_keymap
 from tui.keys import RowKey
@@ -28,12 +28,14 @@ from tui.model import InstanceModel
 from tui.screens.inspector import UnitInspector
 
 from .room_fixture import (
+    app_for,
     build_fixture,
     copy_fixture,
     fixed_clock,
     held_folds,
     on_the_inbox,
     settled,
+    wait_for,
 )
 
 
@@ -45,18 +47,6 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def demo(built: Path, tmp_path: Path) -> Path:
     return copy_fixture(built, tmp_path / "calc")
-
-
-def app_for(root: Path, **kw: Any) -> RoomApp:
-    kw.setdefault("keymap", root.parent / "no-keymap.yaml")
-    return RoomApp([root], person="alice", clock=fixed_clock, watch=False, presence=False, **kw)
-
-
-async def wait_for(pilot: Any, condition: Callable[[], bool], seconds: float = 10) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        await pilot.pause(0.02)
 
 
 def footer_keys(app: RoomApp) -> list[str]:
@@ -99,7 +89,7 @@ async def test_with_a_slow_fold_the_room_takes_keys_and_shows_loading_before_the
 
 @pytest.mark.asyncio
 async def test_quitting_before_an_instance_is_read_asks_first(demo: Path) -> None:
-    from tui.dialogs import QuitConfirm
+    from tui.dialogs.quit import QuitConfirm
 
     app = app_for(demo)
     gate, _ = held_folds(app.models[0])

@@ -40,11 +40,22 @@ from textual.widgets import Static
 from regulator.protocol.clock import iso
 from regulator.protocol.vocab import SEVERITY_ORDER, TERMINAL_STATUSES
 
-from .bindings import APP, HELP, INSPECTOR, MAIN, all_ids
+from .bindings import APP, HELP, INSPECTOR, MAIN, TABLE, all_ids
 from .errors import severity_of
 from .keymap import keymap_path, load_keymap
 from .keys import RowKey
-from .messages import Folded, InstanceChanged, Notice
+from .messages import (
+    Act,
+    Folded,
+    GoToObligation,
+    GoToWaiting,
+    InstanceChanged,
+    Keep,
+    Notice,
+    OpenObligation,
+    OpenSelectedUnit,
+    OpenUnit,
+)
 from .widgets.footer import RoomFooter
 from .widgets.topbar import TopBar
 
@@ -55,9 +66,11 @@ if TYPE_CHECKING:
     from regulator.protocol.obligations import ObligationState
     from regulator.rules.ledger import Actor
 
-    from .dialogs import ActDialog, Done
+    from .dialogs.base import ActDialog, Done
+    from .keys import UnitKey
     from .model import Changes, InstanceModel
     from .screens.main import MainScreen
+    from .widgets.inbox import InboxView
     from .widgets.rowtable import RowTable
 
 WATCH_STEP_MS = 20
@@ -311,7 +324,7 @@ class RoomApp(App[None]):
         # a person waits for.
         from regulator.store.collector import collector_paused
 
-        from . import dialogs  # noqa: F401
+        from .dialogs import answer, drive, lists, obligation, recovery  # noqa: F401
         from .screens import inspector  # noqa: F401
 
         for model in models:
@@ -375,7 +388,7 @@ class RoomApp(App[None]):
     async def _show_main(self) -> None:
         """The main screen over the first one; beneath a dialog a person opened meanwhile
         (help, the quit question), it waits for the dialog to close."""
-        from .dialogs import PersonPicker
+        from .dialogs.person import PersonPicker
         from .model import grants
         from .screens.main import MainScreen
         from .widgets.inbox import InboxView
@@ -383,7 +396,15 @@ class RoomApp(App[None]):
         if len(self.screen_stack) > 1:
             self.set_timer(0.1, self._show_main)
             return
-        main = MainScreen(self)
+        main = MainScreen(
+            self.models,
+            self.clock,
+            self.new,
+            may=self.may_act,
+            person=self.person,
+            grants=self.grants_text(),
+            watching=self.watching,
+        )
         await self.push_screen(main)
         # The screen is mounted; the contents of its tabs may be mounted a moment later, and
         # everything that shows a fold reaches them through ``main``: it is None until then.
@@ -407,13 +428,13 @@ class RoomApp(App[None]):
 
     def _picked(self, person: str | None) -> None:
         """At start: a cancel (esc) leaves the room looking only."""
-        from .dialogs import NOBODY
+        from .dialogs.person import NOBODY
 
         self._switch_to(None if person == NOBODY else person, "picked at start")
 
     def _repicked(self, person: str | None) -> None:
         """On ``P``: a cancel (esc) keeps whoever was acting; only a pick changes it."""
-        from .dialogs import NOBODY
+        from .dialogs.person import NOBODY
 
         if person is None:
             return
@@ -722,7 +743,7 @@ class RoomApp(App[None]):
         if action == "answer":
             return True if o.concern == "interaction" else None
         if action in ("replan", "remediate"):
-            from .dialogs import waits_on
+            from .dialogs.recovery import waits_on
 
             return waits_on(model, o) == action  # hidden unless the unit waits on it
         return True
@@ -741,7 +762,7 @@ class RoomApp(App[None]):
         return True
 
     def action_person(self) -> None:
-        from .dialogs import PersonPicker
+        from .dialogs.person import PersonPicker
         from .model import grants
 
         policy = self.models[0].interaction_policy() if self.models else None
@@ -804,7 +825,7 @@ class RoomApp(App[None]):
 
     async def action_quit(self) -> None:
         """Quit, but ask first while a session waits on a person; staying is the default."""
-        from .dialogs import QuitConfirm
+        from .dialogs.quit import QuitConfirm
 
         waiting = self.waiting_on_a_person()
         if not waiting:
@@ -877,11 +898,9 @@ class RoomApp(App[None]):
         return main.preset if main is not None else 0
 
     def cycle_preset(self) -> None:
-        from .inbox_index import PRESETS
-
         main = self.main
         if main is not None:
-            main.preset = (main.preset + 1) % len(PRESETS)
+            main.action_preset()
 
     def go_to_waiting(self) -> None:
         """To the question a session is waiting on now (the soonest to time out)."""
@@ -915,11 +934,58 @@ class RoomApp(App[None]):
                 inbox.rebuild()
         main.inbox_table.move_to(key)
 
+    # -- what the screens and the dialogs post (``messages``) -----------------------------------
+
+    def on_act(self, message: Act) -> None:
+        """An act key: on the unit in focus, else on the inbox's selected obligation."""
+        which, unit = message.which, message.unit
+        if unit is not None:
+            self.act_on_unit(which, unit.instance, unit.unit_id)
+        elif which in ("replan", "remediate"):
+            self.open_recovery(which)
+        elif which == "drive":
+            self.drive_selected()
+        else:
+            self.open_dialog(which)
+
+    def on_open_unit(self, message: OpenUnit) -> None:
+        self.open_unit(message.instance, message.unit_id)
+
+    def on_open_selected_unit(self, _message: OpenSelectedUnit) -> None:
+        self.open_unit_of_selection()
+
+    def on_open_obligation(self, message: OpenObligation) -> None:
+        self.open_obligation(message.key)
+
+    def on_go_to_obligation(self, message: GoToObligation) -> None:
+        self.go_to_obligation(message.instance, message.oid)
+
+    def on_go_to_waiting(self, _message: GoToWaiting) -> None:
+        self.go_to_waiting()
+
+    def on_keep(self, message: Keep) -> None:
+        self.keep(message.message, title=message.title, severity="error", unit=message.unit)
+
+    def on_inbox_view_rested(self, _message: InboxView.Rested) -> None:
+        """The inbox's cursor came to rest: which act keys apply may have changed."""
+        self.selection_rested()
+
+    def may_act(self, which: str, unit: UnitKey | None) -> bool | None:
+        """Footer state for an act key (the screens ask): on ``unit``, else on the selection."""
+        if unit is not None:
+            return self.may_on_unit(which, unit.instance, unit.unit_id)
+        return self.may(which)
+
+    def next_key(self, act: str | None) -> str:
+        """``press R to replan`` for a next step's act, or '' while nobody is acting."""
+        return self.key_for_act(act) if self.person is not None else ""
+
     def open_dialog(
         self, which: str, target: tuple[InstanceModel, ObligationState] | None = None
     ) -> None:
         """Answer, resolve, acknowledge or escalate ``target`` (else the inbox's selection)."""
-        from .dialogs import AcknowledgeDialog, AnswerDialog, EscalateDialog, ResolveDialog
+        from .dialogs.answer import AnswerDialog
+        from .dialogs.obligation import AcknowledgeDialog, EscalateDialog, ResolveDialog
 
         actor = self._acting()
         if actor is None:
@@ -1085,7 +1151,7 @@ class RoomApp(App[None]):
         wait: a unit that spent its attempts goes on under a new version."""
         from regulator.protocol.errors import RegulatorError, message_of
 
-        from .dialogs import RemediateDialog, ReplanDialog, edit_contract, waits_on
+        from .dialogs.recovery import RemediateDialog, ReplanDialog, edit_contract, waits_on
 
         actor = self._acting()
         if actor is None:
@@ -1157,7 +1223,7 @@ class RoomApp(App[None]):
         the person acted (the dialog, else a notification kept in the log)."""
         from regulator.protocol.errors import RegulatorError, message_of
 
-        from .dialogs import DriveConfirm, drive_refusal, drive_unit, needs_scenario, use_scenario
+        from .dialogs.drive import DriveConfirm, drive_refusal, needs_scenario, use_scenario
 
         index = self.models.index(model)
         try:
@@ -1181,7 +1247,7 @@ class RoomApp(App[None]):
             loop.accept_unenforced = accepted
             return drive_refusal(loop, unit_id)
 
-        go = partial(drive_unit, self, model, loop, unit_id, accepted)
+        go = partial(self._drive, model, loop, unit_id, accepted)
         if not ask and not gaps and not scripted:
             refused = check(None)
             if refused is not None:
@@ -1194,6 +1260,52 @@ class RoomApp(App[None]):
             unit_id, contract.version, contract.unit_type, gaps, scenario=prefill, check=check
         )
         self.push_screen(dialog, lambda yes: go() if yes else None)
+
+    def _drive(
+        self, model: InstanceModel, loop: Loop, unit_id: str, accepted: str | None = None
+    ) -> None:
+        """Drive the unit under its contract in force, on a worker thread; the room stays
+        usable and is told when it starts and how it ended (a notification about the unit,
+        kept in the log), and reads the instance again. ``accepted``: how the person accepted,
+        for this drive, what regulator does not enforce of the unit type (the gate refuses it
+        else)."""
+        from regulator.protocol.errors import RegulatorError, message_of
+
+        self.notify(f"driving unit {unit_id} …", title=f"drive {unit_id}", unit=unit_id)
+        loop.accept_unenforced = accepted
+        index = self.models.index(model)
+
+        def said(text: str, severity: str) -> None:
+            self.notify(text, title=f"drive {unit_id}", severity=severity, unit=unit_id)
+            self.request_fold(index, None)
+
+        def drive() -> None:
+            try:
+                contract = loop.current_contract(unit_id)
+                outcome = loop.drive(contract).outcome
+            except RegulatorError as exc:
+                self.call_from_thread(said, message_of(exc), severity_of(exc))
+                return
+            if outcome.status == "closed":
+                text, severity = f"unit {unit_id} closed under v{contract.version}", "information"
+            else:
+                problems = "; ".join(outcome.problems)
+                text = f"unit {unit_id}: {outcome.reason or outcome.status}" + (
+                    f" ({problems})" if problems else ""
+                )
+                severity = "warning" if outcome.status != "refused" else "error"
+            self.call_from_thread(said, text, severity)
+
+        self.run_worker(drive, thread=True, group=f"drive-{unit_id}", exit_on_error=False)
+
+    def drive_selected(self) -> None:
+        """``d`` with no unit in focus: drive the unit of the inbox's selected obligation."""
+        selected = self.selected()
+        if selected is None or selected[1].unit is None:
+            self.notify("select a unit, or an obligation on one", severity="warning")
+            return
+        model, o = selected
+        self.drive_again(self.models.index(model), o.unit or "")
 
     def open_unit_of_selection(self) -> None:
         selected = self.selected()
@@ -1213,15 +1325,22 @@ class RoomApp(App[None]):
                 severity="warning",
             )
             return
-        self.push_screen(UnitInspector(self.models[index], unit_id))
+        self.push_screen(
+            UnitInspector(
+                self.models[index],
+                unit_id,
+                index=index,
+                may=self.may_act,
+                next_key=self.next_key,
+                notices=self.notices,
+            )
+        )
 
     # -- app-wide actions ----------------------------------------------------------------------
 
     def key_for(self, binding_id: str) -> str:
         """The keys bound to ``binding_id`` now (a keymap may have changed them), for display."""
-        from .widgets.rowtable import RowTable as Table
-
-        for binding in [*APP, *MAIN, *INSPECTOR, *Table.BINDINGS]:
+        for binding in [*APP, *MAIN, *INSPECTOR, *TABLE]:
             if isinstance(binding, Binding) and binding.id == binding_id:
                 keys = self._keymap.get(binding_id, binding.key)
                 return " ".join(
@@ -1230,7 +1349,7 @@ class RoomApp(App[None]):
         return ""
 
     def action_help(self) -> None:
-        from .dialogs import HelpScreen
+        from .dialogs.lists import HelpScreen
 
         rows = [
             (" ".join(self.key_for(i) for i in ids.split()) if ids else "", what)
@@ -1266,12 +1385,12 @@ class RoomApp(App[None]):
                 noticed(notice)
 
     def action_notifications(self) -> None:
-        from .dialogs import NotificationsScreen
+        from .dialogs.lists import NotificationsScreen
 
         self.push_screen(NotificationsScreen(list(self.notices)))
 
     def action_problems(self) -> None:
-        from .dialogs import ProblemsScreen
+        from .dialogs.lists import ProblemsScreen
 
         self.push_screen(ProblemsScreen([p for m in self.models for p in m.problems]))
 

@@ -54,6 +54,17 @@ INSPECTOR = [
     Binding("right_square_bracket", "attempt(1)", "next att", id="inspector.next_attempt"),
 ]
 
+# Every table of the room (``widgets.rowtable.RowTable``): moving, and Enter to open.
+TABLE = [
+    Binding("up,k", "cursor(-1)", "up", show=False, id="table.up"),
+    Binding("down,j", "cursor(1)", "down", show=False, id="table.down"),
+    Binding("pageup", "page(-1)", show=False, id="table.page_up"),
+    Binding("pagedown", "page(1)", show=False, id="table.page_down"),
+    Binding("home,g", "edge(0)", "first", show=False, id="table.first"),
+    Binding("end,G", "edge(1)", "last", show=False, id="table.last"),
+    Binding("enter", "select", "open", show=False, id="table.open"),
+]
+
 # Shown in the footer before anything else, so a narrow terminal never hides them.
 PINNED = ("room.help", "room.quit")
 
@@ -94,10 +105,7 @@ TABLE_KEYS = {
 
 
 def all_ids() -> set[str]:
-    from .widgets.rowtable import RowTable
-
-    table = {b.id for b in RowTable.BINDINGS if isinstance(b, Binding) and b.id}
-    return {b.id for b in [*APP, *MAIN, *INSPECTOR] if b.id} | table
+    return {b.id for b in [*APP, *MAIN, *INSPECTOR, *TABLE] if b.id}
 
 
-__all__ = ["ACTS", "APP", "HELP", "INSPECTOR", "MAIN", "PINNED", "UNIT_ACTS", "all_ids"]
+__all__ = ["ACTS", "APP", "HELP", "INSPECTOR", "MAIN", "PINNED", "TABLE", "UNIT_ACTS", "all_ids"]

@@ -1,27 +1,39 @@
 """The command palette: the room's commands before anything is typed, and "go to" any unit or
-obligation by id or prefix once something is."""
+obligation by id or prefix once something is.
+
+The provider is made by Textual, with the App as ``self.app``; it reads only what ``Palette``
+names (the models, the commands the App offers now), and a "go to" hit posts a message to the
+App (``messages``), as a key would.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from .messages import GoToObligation, OpenUnit
 from .render import one_line
 
 if TYPE_CHECKING:
-    from .app import RoomApp
+    from .model import InstanceModel
+
+
+class Palette(Protocol):
+    """What the palette reads from the App it is opened in."""
+
+    @property
+    def models(self) -> Sequence[InstanceModel]: ...
+
+    def palette_commands(self) -> Iterable[tuple[str, str, Callable[[], Any]]]: ...
 
 
 class RoomCommands(Provider):
     @property
-    def room(self) -> RoomApp:
-        from .app import RoomApp
-
-        app = self.app
-        assert isinstance(app, RoomApp)
-        return app
+    def room(self) -> Palette:
+        return cast("Palette", self.app)
 
     async def discover(self) -> Hits:
         for name, help_text, callback in self.room.palette_commands():
@@ -29,6 +41,7 @@ class RoomCommands(Provider):
 
     async def search(self, query: str) -> Hits:
         room = self.room
+        post = self.app.post_message
         matcher = self.matcher(query)
         for name, help_text, callback in room.palette_commands():
             score = matcher.match(name)
@@ -46,7 +59,7 @@ class RoomCommands(Provider):
                     yield Hit(
                         1.0,
                         f"go to unit {unit_id}",
-                        partial(room.open_unit, index, unit_id),
+                        partial(post, OpenUnit(index, unit_id)),
                         help=model.name,
                     )
                     count += 1
@@ -57,7 +70,7 @@ class RoomCommands(Provider):
                 yield Hit(
                     1.0,
                     f"go to obligation {o.id[:8]}: {subject}",
-                    partial(room.go_to_obligation, index, o.id),
+                    partial(post, GoToObligation(index, o.id)),
                     help=o.status,
                 )
                 count += 1
@@ -65,4 +78,4 @@ class RoomCommands(Provider):
                 return
 
 
-__all__ = ["RoomCommands"]
+__all__ = ["Palette", "RoomCommands"]

@@ -8,13 +8,18 @@ timeline, the contract and the report.
 The replay is built on a worker thread (it reads every store that names the unit); the screen
 is up at once, saying it is reading, and takes keys meanwhile. Only the rows in view are
 rendered.
+
+The screen is handed what it needs to know (where the unit's instance is in the room, the
+notifications so far, which act keys apply and how a next step's key is bound now); what a
+person does is posted to the App (``messages``).
 """
 
 from __future__ import annotations
 
 import gc
 import json
-from typing import TYPE_CHECKING, ClassVar, cast
+from collections.abc import Callable, Sequence
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on, work
@@ -32,16 +37,13 @@ from regulator.store.collector import collector_paused
 from regulator.views.timeline import Replay, contract_versions, unit_replay
 
 from ..bindings import ACTS, INSPECTOR
-from ..keys import TimelineKey
-from ..messages import Notice
+from ..keys import TimelineKey, UnitKey
+from ..messages import Act, Notice
 from ..model import InstanceModel
 from ..render import one_line, plain
 from ..widgets.footer import RoomFooter
 from ..widgets.timeline import KIND_GLYPH, TimelineKeys, TimelineTable
-from .acts import ActKeys
-
-if TYPE_CHECKING:
-    from ..app import RoomApp
+from .acts import ActKeys, MayAct
 
 KIND_FILTER_DEBOUNCE_S = 0.05
 
@@ -58,10 +60,26 @@ def _bar(used: float, ceiling: float, width: int = 20) -> Text:
 class UnitInspector(ActKeys, Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = list(INSPECTOR)
 
-    def __init__(self, model: InstanceModel, unit_id: str) -> None:
+    def __init__(
+        self,
+        model: InstanceModel,
+        unit_id: str,
+        *,
+        index: int,
+        may: MayAct,
+        next_key: Callable[[str | None], str],
+        notices: Sequence[Notice] = (),
+    ) -> None:
+        """``index``: the instance's position in the room; ``may``: whether an act key applies
+        to the unit; ``next_key``: "press R to replan" for a next step's act ('' when nobody
+        acts); ``notices``: the room's notifications so far (the last about the unit is shown)."""
         super().__init__()
         self.model = model
         self.unit_id = unit_id
+        self.index = index
+        self.may = may
+        self.next_key = next_key
+        self.notices = notices
         self.kind_filter = ""
         self._filter_timer: Timer | None = None
         self.built = 0  # how many times the replay was built (a test waits on it)
@@ -105,18 +123,10 @@ class UnitInspector(ActKeys, Screen[None]):
                 yield Static("", id="report")
         yield RoomFooter()
 
-    @property
-    def room(self) -> RoomApp:
-        return cast("RoomApp", self.app)
-
-    @property
-    def index(self) -> int:
-        return self.room.models.index(self.model)
-
     def on_mount(self) -> None:
         try:
             self.timeline.focus()
-            latest = next((n for n in reversed(self.room.notices) if n.unit == self.unit_id), None)
+            latest = next((n for n in reversed(self.notices) if n.unit == self.unit_id), None)
             if latest is not None:
                 self.noticed(latest)
             self.refresh_view()
@@ -159,7 +169,7 @@ class UnitInspector(ActKeys, Screen[None]):
         if step is None:
             line.update("")
             return
-        key = self.room.key_for_act(step.act) if self.room.person is not None else ""
+        key = self.next_key(step.act)
         text = Text("next: ", style="bold")
         text.append_text(plain(step.text, self.model.redactor))
         if key:
@@ -185,11 +195,11 @@ class UnitInspector(ActKeys, Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ACTS:
-            return self.room.may_on_unit(action, self.index, self.unit_id)
+            return self.may(action, UnitKey(self.index, self.unit_id))
         return True
 
     def _act(self, which: str) -> None:
-        self.room.act_on_unit(which, self.index, self.unit_id)
+        self.post_message(Act(which, UnitKey(self.index, self.unit_id)))
 
     def _header(self, unit: UnitRecord) -> Text:
         model = self.model

@@ -1,13 +1,14 @@
 """The main screen: the top bar, the banners, and the Instances, Inbox and Attention tabs.
 
 It composes the parts and passes them what they show (``data_bind`` from its own reactives,
-which the App sets); the parts send up what a person did, and the screen routes it to the App,
-which acts. Nothing here renders a row or a pane itself.
+which the App sets); the parts send up what a person did, and the screen posts it on to the App
+(``messages``), which acts. It is handed what it shows and a way to ask which act keys apply;
+it never calls the App. Nothing here renders a row or a pane itself.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from textual import on
 from textual.app import ComposeResult
@@ -16,18 +17,20 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import TabbedContent, TabPane, Tabs
 
+from regulator.protocol.clock import Clock
+
 from ..bindings import ACTS, MAIN
+from ..inbox_index import PRESETS
 from ..keys import RowKey, UnitKey
+from ..messages import Act, GoToWaiting, OpenObligation, OpenSelectedUnit, OpenUnit
+from ..model import InstanceModel
 from ..widgets.attention import AttentionView
 from ..widgets.banners import VetoBanner, WaitingBanner
 from ..widgets.footer import RoomFooter
 from ..widgets.inbox import Counts, InboxTable, InboxView
 from ..widgets.instances import InstancesView, UnitsTable
 from ..widgets.topbar import TopBar
-from .acts import ActKeys
-
-if TYPE_CHECKING:
-    from ..app import RoomApp
+from .acts import ActKeys, MayAct
 
 FOCUS = {"instances": "#instance-table", "inbox": "#inbox-table", "attention": "#attention"}
 
@@ -47,16 +50,29 @@ class MainScreen(ActKeys, Screen[None]):
     reading = reactive(0, init=False, repaint=False)
     preset = reactive(0, init=False, repaint=False)
 
-    def __init__(self, room: RoomApp) -> None:
+    def __init__(
+        self,
+        models: list[InstanceModel],
+        clock: Clock,
+        new: set[RowKey],
+        *,
+        may: MayAct,
+        person: str | None,
+        grants: str,
+        watching: bool,
+    ) -> None:
         super().__init__()
-        self.room = room
-        self.set_reactive(MainScreen.person, room.person)
-        self.set_reactive(MainScreen.grants, room.grants_text())
-        self.set_reactive(MainScreen.watching, room.watching)
-        self.set_reactive(MainScreen.reading, sum(not m.loaded for m in room.models))
+        self.models = models
+        self.clock = clock
+        self.new = new  # the App's set, changed in place: the inbox marks what is in it
+        self.may = may
+        self.set_reactive(MainScreen.person, person)
+        self.set_reactive(MainScreen.grants, grants)
+        self.set_reactive(MainScreen.watching, watching)
+        self.set_reactive(MainScreen.reading, sum(not m.loaded for m in models))
 
     def compose(self) -> ComposeResult:
-        room = self.room
+        models, clock = self.models, self.clock
         yield TopBar(id="topbar", classes="topbar").data_bind(
             MainScreen.person,
             MainScreen.grants,
@@ -66,21 +82,19 @@ class MainScreen(ActKeys, Screen[None]):
             MainScreen.problems,
             MainScreen.reading,
         )
-        yield VetoBanner(room.models, id="veto-banner").data_bind(MainScreen.version)
-        yield WaitingBanner(room.models, id="waiting-banner").data_bind(MainScreen.version)
+        yield VetoBanner(models, id="veto-banner").data_bind(MainScreen.version)
+        yield WaitingBanner(models, id="waiting-banner").data_bind(MainScreen.version)
         with TabbedContent(initial="instances", id="tabs"):
             with TabPane("Instances", id="instances"):
-                yield InstancesView(room.models, room.clock, id="instances-view").data_bind(
+                yield InstancesView(models, clock, id="instances-view").data_bind(
                     MainScreen.version
                 )
             with TabPane("Inbox", id="inbox"):
-                yield InboxView(room.models, room.clock, room.new, id="inbox-view").data_bind(
+                yield InboxView(models, clock, self.new, id="inbox-view").data_bind(
                     MainScreen.person, MainScreen.preset
                 )
             with TabPane("Attention", id="attention-tab"):
-                yield AttentionView(room.models, room.clock, id="attention").data_bind(
-                    MainScreen.version
-                )
+                yield AttentionView(models, clock, id="attention").data_bind(MainScreen.version)
         yield RoomFooter()
 
     def on_mount(self) -> None:
@@ -116,7 +130,7 @@ class MainScreen(ActKeys, Screen[None]):
             name = "attention" if active == "attention-tab" else active
             self.query_one(FOCUS.get(name, "#instance-table")).focus()
 
-    # -- actions routed to the App ----------------------------------------------------------------
+    # -- actions: the screen's own, or posted to the App ------------------------------------------
 
     def action_tab(self, name: str) -> None:
         tab = "attention-tab" if name == "attention" else name
@@ -135,43 +149,27 @@ class MainScreen(ActKeys, Screen[None]):
         return None
 
     def _act(self, which: str) -> None:
-        unit = self._unit_in_focus()
-        if unit is not None:
-            self.room.act_on_unit(which, unit.instance, unit.unit_id)
-        elif which in ("replan", "remediate"):
-            self.room.open_recovery(which)
-        elif which == "drive":
-            selected = self.room.selected()
-            if selected is None or selected[1].unit is None:
-                self.room.notify("select a unit, or an obligation on one", severity="warning")
-                return
-            model, o = selected
-            self.room.drive_again(self.room.models.index(model), o.unit or "")
-        else:
-            self.room.open_dialog(which)
+        self.post_message(Act(which, self._unit_in_focus()))
 
     def action_open_unit(self) -> None:
-        self.room.open_unit_of_selection()
+        self.post_message(OpenSelectedUnit())
 
     def action_filter(self) -> None:
         self.action_tab("inbox")
         self.inbox.open_filter()
 
     def action_preset(self) -> None:
-        self.room.cycle_preset()
+        self.preset = (self.preset + 1) % len(PRESETS)
 
     def action_waiting(self) -> None:
-        self.room.go_to_waiting()
+        self.post_message(GoToWaiting())
 
     def action_back(self) -> None:
         self.inbox.close_filter()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ACTS:
-            unit = self._unit_in_focus()
-            if unit is not None:
-                return self.room.may_on_unit(action, unit.instance, unit.unit_id)
-            return self.room.may(action)
+            return self.may(action, self._unit_in_focus())
         return True
 
     # -- messages from the parts -------------------------------------------------------------------
@@ -193,15 +191,13 @@ class MainScreen(ActKeys, Screen[None]):
         if str(tab.label) != label:  # the same count again lays out nothing
             tab.label = label
 
-    @on(InboxView.Rested)
-    def _rested(self, event: InboxView.Rested) -> None:
-        self.room.selection_rested()
+    # ``InboxView.Rested`` goes on up to the App: which act keys apply may have changed.
 
     @on(InboxTable.Selected, "#inbox-table")
     def _open(self, event: InboxTable.Selected) -> None:
         key = event.key
         assert isinstance(key, RowKey)
-        self.room.open_obligation(key)
+        self.post_message(OpenObligation(key))
         self.query_one("#detail-pane").focus()
 
     @on(UnitsTable.Highlighted, "#units")
@@ -212,7 +208,7 @@ class MainScreen(ActKeys, Screen[None]):
     def _unit(self, event: UnitsTable.Selected) -> None:
         key = event.key
         assert isinstance(key, UnitKey)
-        self.room.open_unit(key.instance, key.unit_id)
+        self.post_message(OpenUnit(key.instance, key.unit_id))
 
 
 __all__ = ["MainScreen"]

@@ -23,14 +23,19 @@ from typing import Any, ClassVar, Generic, TypeVar
 from rich.style import Style
 from rich.text import Text
 from textual import events
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
+from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from ..bindings import TABLE
+
 K = TypeVar("K", bound=Hashable)
+# How many drawn lines (and rows' cells) a table keeps: a few screens' worth.
+CACHED_LINES = 300
 
 
 @dataclass(frozen=True)
@@ -70,15 +75,7 @@ class RowTable(ScrollView, Generic[K], can_focus=True):
     RowTable > .rowtable--new { color: $success; text-style: bold; }
     RowTable > .rowtable--ok { color: $success; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up,k", "cursor(-1)", "up", show=False, id="table.up"),
-        Binding("down,j", "cursor(1)", "down", show=False, id="table.down"),
-        Binding("pageup", "page(-1)", show=False, id="table.page_up"),
-        Binding("pagedown", "page(1)", show=False, id="table.page_down"),
-        Binding("home,g", "edge(0)", "first", show=False, id="table.first"),
-        Binding("end,G", "edge(1)", "last", show=False, id="table.last"),
-        Binding("enter", "select", "open", show=False, id="table.open"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = list(TABLE)
     #: What the flexible column keeps before others give way.
     FLEX_MIN = 24
     EMPTY = "nothing here"
@@ -112,10 +109,13 @@ class RowTable(ScrollView, Generic[K], can_focus=True):
         self._index: dict[K, int] | None = None  # made when first asked (``locate``)
         self.marked: set[K] = set()
         self.empty = self.EMPTY
-        self._cache: dict[tuple[K, int, bool], Strip] = {}
+        # The lines drawn lately, by (row, width, under the cursor): a few screens' worth, the
+        # least recently drawn going first (each kept line is a dozen objects the cycle
+        # collector walks).
+        self._cache: LRUCache[tuple[K, int, bool], Strip] = LRUCache(CACHED_LINES)
         # Each row's cells as ``render_row`` made them: a focus change or a resize draws the
         # lines again from these, without asking the subclass (whose rows may cost a scan).
-        self._cells: dict[K, Sequence[Text]] = {}
+        self._cells: LRUCache[K, Sequence[Text]] = LRUCache(CACHED_LINES)
         self._layout: tuple[int, list[int], list[int]] | None = None
         self._styles_seen: tuple[Style, ...] = ()
         self._width_seen = 0
@@ -155,10 +155,10 @@ class RowTable(ScrollView, Generic[K], can_focus=True):
             self._cells.clear()
         else:
             wanted = set(keys) if isinstance(keys, set | frozenset | list | tuple) else {keys}
-            for cached in [k for k in self._cache if k[0] in wanted]:
-                del self._cache[cached]
+            for cached in [k for k in self._cache.keys() if k[0] in wanted]:  # noqa: SIM118 (no __iter__)
+                self._cache.discard(cached)
             for key in wanted:
-                self._cells.pop(key, None)  # type: ignore[arg-type]
+                self._cells.discard(key)  # type: ignore[arg-type]
         self.refresh()
 
     @property
@@ -200,8 +200,8 @@ class RowTable(ScrollView, Generic[K], can_focus=True):
             self._cache.clear()
             self._cells.clear()  # their colours are the old theme's too
         else:
-            for cached in [k for k in self._cache if k[2]]:
-                del self._cache[cached]
+            for cached in [k for k in self._cache.keys() if k[2]]:  # noqa: SIM118 (no __iter__)
+                self._cache.discard(cached)
         self.refresh()
 
     def _columns_for(self, width: int) -> tuple[list[int], list[int]]:
@@ -281,19 +281,14 @@ class RowTable(ScrollView, Generic[K], can_focus=True):
                 cells = self.render_row(key)
             except (KeyError, RuntimeError):  # gone, or being folded on a worker: next time
                 return self._strip(Text("…", style="dim"), width)
-            if len(self._cells) > 300:
-                self._cells.clear()
-            self._cells[key] = cells
+            self._cells.set(key, cells)
         line = self._line(cells, width)
         if selected:
             line.spans = []  # the cursor's colours alone, so nothing vanishes into them
         elif key in self.marked:
             line.stylize(self.style_for("marked"))
         strip = self._strip(line, width, style)
-        # A few screens: each kept line is a dozen objects the cycle collector walks.
-        if len(self._cache) > 300:
-            self._cache.clear()
-        self._cache[cache_key] = strip
+        self._cache.set(cache_key, strip)
         return strip
 
     def on_resize(self, event: events.Resize) -> None:
