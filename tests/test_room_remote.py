@@ -15,12 +15,12 @@ from typing import Any
 
 import orjson
 import pytest
-from textual.widgets import Input
+from textual.widgets import Input, OptionList
 
 from regulator.host.remote import RemoteTarget, parse_target, remote_command
 from regulator.rules.authority import process_os_user
 from tui.app import MainScreen, RoomApp
-from tui.dialogs import AnswerDialog, ResolveDialog
+from tui.dialogs import AcknowledgeDialog, AnswerDialog, EscalateDialog, ResolveDialog
 from tui.remote import RemoteInstanceModel
 
 from .conftest import run_cli
@@ -184,6 +184,36 @@ async def test_a_remote_refusal_is_shown_in_the_dialog_and_nothing_is_written(
         assert "nobody-here" in str(refusal.render())
         assert app.screen is dialog
     assert (there / ".regulator" / "signals.ndjson").read_bytes() == before
+
+
+async def test_a_remote_escalation_and_ack_are_read_from_the_hosts_json(there: Path) -> None:
+    # The successor's id comes from what the host's `obligation escalate --json` said, and an
+    # acknowledgement carries its note there (the host's `obligation ack --note`).
+    app = remote_app(there)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settled(pilot)
+        model = app.models[0]
+        assert isinstance(model, RemoteInstanceModel)
+        o = await select(app, pilot, lambda o: o.consumer == "human" and o.severity != "critical")
+        await pilot.press("c")
+        dialog = app.screen
+        assert isinstance(dialog, AcknowledgeDialog)
+        dialog.query_one("#note", Input).value = "looking at it"
+        await pilot.click("#ack")
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
+        await wait_for(pilot, lambda: model.log.obligations[o.id].status == "acknowledged")
+        await pilot.press("e")
+        dialog = app.screen
+        assert isinstance(dialog, EscalateDialog)
+        dialog.query_one("#rationale", Input).value = "S3 decides"
+        dialog.query_one("#consumers", OptionList).highlighted = dialog.consumers.index("S3")
+        await pilot.click("#escalate")
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
+        said = app.notices[-1].message
+    there_now = state(there, o.id)
+    assert there_now.status == "escalated" and there_now.successor
+    assert f"successor {there_now.successor[:8]} is now what is owed" in said
+    assert there_now.history[-2].note == "looking at it"
 
 
 async def test_a_killed_stream_shows_disconnected_then_reconnects_from_its_cursor(

@@ -39,7 +39,7 @@ from regulator.rules.answers import disposition_for_answer
 from regulator.rules.authority import check_disposition_authority, owed_to_s5
 from regulator.rules.dispositions import addressee_refusal
 from regulator.rules.execution import contract_changes
-from regulator.rules.ledger import Actor, Ledger, definition_label
+from regulator.rules.ledger import Actor, definition_label
 from regulator.rules.recovery import RECOVERY_DECISION_CONCERN, waiting_on
 from regulator.views.words import CONSUMER_ROLE, DISPOSITION_MEANS
 
@@ -47,7 +47,7 @@ from .messages import Notice
 
 if TYPE_CHECKING:
     from .app import RoomApp
-from .model import InstanceModel
+from .model import AckAct, AnswerAct, EscalateAct, InstanceModel, InstanceView, ResolveAct
 from .render import one_line, plain
 from .widgets.footer import RoomFooter
 
@@ -68,18 +68,14 @@ class ActDialog(ModalScreen[Done | None]):
     ]
     TITLE_TEXT = "Obligation"
 
-    def __init__(self, model: InstanceModel, person: str, actor: Actor) -> None:
+    def __init__(self, model: InstanceView, person: str, actor: Actor) -> None:
         super().__init__()
         self.model = model
         self.person = person
         # Provenance names the definition of the instance acted on, not the room's first one.
-        self.actor = replace(actor, definition=definition_label(model.definition.root))
+        self.actor = replace(actor, definition=definition_label(model.definition_root))
         self.redactor = model.redactor
         self.closed_elsewhere = False
-
-    @property
-    def ledger(self) -> Ledger:
-        return Ledger(self.model.layout, clock=self.model.clock)
 
     def title_text(self) -> str:
         return self.TITLE_TEXT
@@ -114,7 +110,7 @@ class ActDialog(ModalScreen[Done | None]):
     def clear_refusal(self) -> None:
         self.query_one("#refusal", Static).add_class("hidden")
 
-    def instance_changed(self, _model: InstanceModel) -> None:
+    def instance_changed(self, _model: InstanceView) -> None:
         """The room read a change of an instance (``RoomApp.on_folded``)."""
         self.obligation_changed()
 
@@ -163,7 +159,7 @@ class ObligationDialog(ActDialog):
     """A dialog on one obligation: its subject and unit in the title."""
 
     def __init__(
-        self, model: InstanceModel, obligation: ObligationState, person: str, actor: Actor
+        self, model: InstanceView, obligation: ObligationState, person: str, actor: Actor
     ) -> None:
         super().__init__(model, person, actor)
         self.obligation = obligation
@@ -187,7 +183,7 @@ def _keep(screen: ModalScreen[Any], message: str, title: str, unit: str | None) 
         keep(message, title=title, severity="error", unit=unit)
 
 
-def _question_body(model: InstanceModel, obligation: ObligationState) -> ComposeResult:
+def _question_body(model: InstanceView, obligation: ObligationState) -> ComposeResult:
     redactor = model.redactor
     interaction = model.interaction(obligation.id)
     request = interaction.request if interaction is not None else None
@@ -229,7 +225,7 @@ class AnswerDialog(ObligationDialog):
     ]
 
     def __init__(
-        self, model: InstanceModel, obligation: ObligationState, person: str, actor: Actor
+        self, model: InstanceView, obligation: ObligationState, person: str, actor: Actor
     ) -> None:
         super().__init__(model, obligation, person, actor)
         interaction = model.interaction(obligation.id)
@@ -457,14 +453,7 @@ class AnswerDialog(ObligationDialog):
 
         def run() -> Done:
             done = self.model.acts.answer(
-                self.ledger,
-                policy,
-                self.obligation.id,
-                self.person,
-                self.actor,
-                text,
-                channel="tui",
-                note=note,
+                AnswerAct(self.obligation.id, self.person, self.actor, text, note=note)
             )
             return Done(
                 f"{done.kind} {self.obligation.id[:8]} answered by {self.person}"
@@ -556,13 +545,13 @@ class ResolveDialog(ObligationDialog):
 
         def run() -> Done:
             self.model.acts.resolve(
-                self.ledger,
-                policy,
-                self.obligation.id,
-                self.person,
-                self.actor,
-                disposition=disposition,
-                rationale=rationale,
+                ResolveAct(
+                    self.obligation.id,
+                    self.person,
+                    self.actor,
+                    disposition=disposition,
+                    rationale=rationale,
+                )
             )
             return Done(
                 f"{self.obligation.id[:8]} resolved by {self.person} as {disposition}",
@@ -597,9 +586,7 @@ class AcknowledgeDialog(ObligationDialog):
         note = self.query_one("#note", Input).value.strip() or None
 
         def run() -> Done:
-            self.model.acts.acknowledge(
-                self.ledger, policy, self.obligation.id, self.person, self.actor, note
-            )
+            self.model.acts.acknowledge(AckAct(self.obligation.id, self.person, self.actor, note))
             return Done(
                 f"{self.obligation.id[:8]} acknowledged by {self.person}", self.obligation.id
             )
@@ -711,14 +698,14 @@ class EscalateDialog(ObligationDialog):
 
         def run() -> Done:
             result = self.model.acts.escalate(
-                self.ledger,
-                policy,
-                self.obligation.id,
-                self.person,
-                self.actor,
-                to=to,
-                rationale=rationale,
-                person=person,
+                EscalateAct(
+                    self.obligation.id,
+                    self.person,
+                    self.actor,
+                    to=to,
+                    rationale=rationale,
+                    person=person,
+                )
             )
             whom = f"{to} ({person})" if person is not None else to
             return Done(
@@ -927,12 +914,12 @@ class QuitConfirm(ModalScreen[bool]):
 # -- acting on what a unit waits on: replan, remediate -------------------------------------------
 
 
-def waits_on(model: InstanceModel, obligation: ObligationState) -> str | None:
+def waits_on(model: InstanceView, obligation: ObligationState) -> str | None:
     """The recovery action (``replan``, ``remediate``, …) this obligation holds its unit on."""
     if obligation.unit is None or obligation.concern != RECOVERY_DECISION_CONCERN:
         return None
-    if obligation.status in TERMINAL_STATUSES:
-        return None
+    if obligation.status in TERMINAL_STATUSES or not isinstance(model, InstanceModel):
+        return None  # a remote instance's decisions are not carried by its stream yet
     try:
         with model.lock:
             decisions = model.store.decisions(obligation.unit)
@@ -945,7 +932,7 @@ def waits_on(model: InstanceModel, obligation: ObligationState) -> str | None:
 
 
 def recovery_refusal(
-    model: InstanceModel,
+    model: InstanceView,
     obligation: ObligationState | None,
     person: str,
     actor: Actor,
@@ -1030,7 +1017,7 @@ class ReplanDialog(ActDialog):
 
     def __init__(
         self,
-        model: InstanceModel,
+        model: InstanceView,
         obligation: ObligationState | None,
         person: str,
         actor: Actor,
@@ -1121,7 +1108,7 @@ class RemediateDialog(ObligationDialog):
 
     def __init__(
         self,
-        model: InstanceModel,
+        model: InstanceView,
         obligation: ObligationState,
         person: str,
         actor: Actor,
@@ -1353,7 +1340,7 @@ def drive_refusal(loop: Loop, unit_id: str) -> str | None:
 
 
 def drive_unit(
-    app: RoomApp, model: InstanceModel, loop: Loop, unit_id: str, accepted: str | None = None
+    app: RoomApp, model: InstanceView, loop: Loop, unit_id: str, accepted: str | None = None
 ) -> None:
     """Drive the unit under its contract in force, on a worker thread; the room stays usable
     and is told when it starts and how it ended (a notification about the unit, kept in the
