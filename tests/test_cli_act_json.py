@@ -13,6 +13,7 @@ from regulator.cli.main import main
 
 from .conftest import run_cli
 from .test_cli_obligations import ask_one, open_one, snapshot
+from .test_memory import seed
 
 
 def act(capsys: pytest.CaptureFixture[str], root: Path, *args: str) -> tuple[int, str, str]:
@@ -192,3 +193,22 @@ def test_act_json_from_a_shell_is_one_object(instance: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["obligation"]["status"] == "acknowledged"
     assert result.stderr == ""
+
+
+def test_memory_retract_json_is_the_retraction_and_a_refusal_prints_nothing(
+    instance: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    current, _, retracted = seed(instance)
+    got = done(
+        capsys, instance, "memory", "retract", current[:8], "--by", "bob", "--reason", "moved"
+    )
+    assert got["act"] == "retract"
+    assert got["retraction"]["memoryId"] == current and got["retraction"]["by"] == "bob"
+    last = json.loads((instance / ".regulator" / "memory.ndjson").read_text().splitlines()[-1])
+    assert got["retraction"] == last
+    before = snapshot(instance)
+    code, out, err = act(
+        capsys, instance, "memory", "retract", retracted, "--by", "bob", "--reason", "x", "--json"
+    )
+    assert (code, out) == (1, "") and "already retracted" in err
+    assert snapshot(instance) == before

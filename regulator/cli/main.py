@@ -737,6 +737,7 @@ def _memory_identity_commands(sub: Any) -> None:
     p.add_argument("id", metavar="ID", help="memory entry id or unique prefix")
     _by(p)
     p.add_argument("--reason", required=True, metavar="TEXT", help="why")
+    _act_json(p)
 
     ident = sub.add_parser("identity", help="S5: decide a policy proposal owed to S5")
     ident.set_defaults(_parser=ident)
