@@ -11,8 +11,11 @@ import pytest
 
 from regulator.cli.main import main
 
-from .conftest import run_cli
+from .conftest import git, run_cli
 from .test_cli_obligations import ask_one, open_one, snapshot
+from .test_identity import NEW_INVARIANTS, OLD_INVARIANTS, head
+from .test_identity import open_obligation as open_proposal
+from .test_identity import snapshot as identity_snapshot
 from .test_memory import seed
 
 
@@ -212,3 +215,34 @@ def test_memory_retract_json_is_the_retraction_and_a_refusal_prints_nothing(
     )
     assert (code, out) == (1, "") and "already retracted" in err
     assert snapshot(instance) == before
+
+
+def test_identity_accept_json_names_the_commit_and_reject_the_obligation(
+    instance: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = instance  # with an identity file committed, as tests/test_identity.py's base
+    (base / "regulator" / "identity").mkdir(parents=True)
+    (base / "regulator" / "identity" / "INVARIANTS.md").write_text(OLD_INVARIANTS)
+    git(base, "add", "regulator")
+    git(base, "commit", "-q", "-m", "identity seed")
+    proposal_file = tmp_path / "proposed.md"  # outside the repository: the checkout stays clean
+    proposal_file.write_text(NEW_INVARIANTS)
+    oid = open_proposal(base)
+    got = done(
+        capsys, base, "identity", "accept", oid[:8], "--by", "alice", "--file", "INVARIANTS.md",
+        "--from", str(proposal_file), "--rationale", "agreed",
+    )  # fmt: skip
+    assert got["act"] == "accept-proposal"
+    assert got["obligation"]["id"] == oid and got["obligation"]["disposition"] == "accepted"
+    assert got["path"] == "regulator/identity/INVARIANTS.md"
+    assert got["commit"] == head(base) and got["branch"]
+    other = open_proposal(base)
+    got = done(capsys, base, "identity", "reject", other, "--by", "alice", "--rationale", "no")
+    assert got == {"act": "reject-proposal", "obligation": got["obligation"]}
+    assert got["obligation"]["disposition"] == "rejected"
+    before = identity_snapshot(base)
+    code, out, err = act(
+        capsys, base, "identity", "reject", other, "--by", "alice", "--rationale", "x", "--json"
+    )
+    assert (code, out) == (1, "") and "terminal records do not reopen" in err
+    assert identity_snapshot(base) == before

@@ -762,6 +762,7 @@ def _memory_identity_commands(sub: Any) -> None:
         "--from", required=True, dest="from_path", metavar="PATH", help="the file's new content"
     )
     p.add_argument("--rationale", required=True, metavar="TEXT", help="why")
+    _act_json(p)
     p = _command(
         idents,
         "reject",
@@ -772,6 +773,7 @@ def _memory_identity_commands(sub: Any) -> None:
     p.add_argument("id", metavar="OBLIGATION", help="the policy-proposal obligation")
     _by(p)
     p.add_argument("--rationale", required=True, metavar="TEXT", help="why")
+    _act_json(p)
 
 
 def _run(handler_path: str, args: argparse.Namespace) -> int:
