@@ -536,7 +536,7 @@ class InstanceModel(FoldedCounts[RegulatoryLog]):
         self.loaded = True
         return changes
 
-    # -- what is kept as the fold goes ---------------------------------------------------------
+    # -- the units and leases ------------------------------------------------------------------
 
     def _is_unit_file(self, path: Path) -> bool:
         text = str(path)
