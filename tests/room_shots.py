@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tui.app import RoomApp
+from tui.model import InstanceModel
 
 from .room_fixture import SHOWN_ROOT, fixed_clock, settled
 
@@ -34,7 +35,7 @@ def make_app(root: Path, shot: Shot, *, shown_as: Path = SHOWN_ROOT) -> RoomApp:
     # model's files (layout, log, store) were opened from the real root above; `root` is only
     # the path displayed.
     for model in app.models:
-        assert model.root.name == shown_as.name
+        assert isinstance(model, InstanceModel) and model.root.name == shown_as.name
         model.root = shown_as
     if shot.theme:
         app.theme = shot.theme

@@ -24,6 +24,7 @@ from tui.app import MainScreen, RoomApp
 from tui.dialogs.answer import AnswerDialog
 from tui.dialogs.person import PersonPicker
 from tui.dialogs.quit import QuitConfirm
+from tui.model import InstanceModel
 from tui.screens.inspector import UnitInspector
 from tui.widgets.rowtable import RowTable
 
@@ -464,6 +465,7 @@ def test_the_quit_confirmation_looks_as_recorded(
     a_session_waits(demo)
     app = RoomApp([demo], person="alice", clock=fixed_clock, watch=False, presence=False)
     for model in app.models:
+        assert isinstance(model, InstanceModel)
         model.root = SHOWN_ROOT  # the path shown, not the temporary directory
 
     async def press_q(pilot: Any) -> None:

@@ -15,13 +15,16 @@ from typing import Any
 
 import orjson
 import pytest
-from textual.widgets import Input
+from textual.widgets import Input, OptionList
 
 from regulator.host.remote import RemoteTarget, parse_target, remote_command
+from regulator.protocol.errors import HostFailure, Refused
 from regulator.rules.authority import process_os_user
+from regulator.rules.ledger import Actor
 from tui.app import MainScreen, RoomApp
 from tui.dialogs.answer import AnswerDialog
-from tui.dialogs.obligation import ResolveDialog
+from tui.dialogs.obligation import AcknowledgeDialog, EscalateDialog, ResolveDialog
+from tui.model import AckAct
 from tui.remote import RemoteInstanceModel
 
 from .conftest import run_cli
@@ -185,6 +188,55 @@ async def test_a_remote_refusal_is_shown_in_the_dialog_and_nothing_is_written(
         assert "nobody-here" in str(refusal.render())
         assert app.screen is dialog
     assert (there / ".regulator" / "signals.ndjson").read_bytes() == before
+
+
+async def test_a_remote_escalation_and_ack_are_read_from_the_hosts_json(there: Path) -> None:
+    # The successor's id comes from what the host's `obligation escalate --json` said, and an
+    # acknowledgement carries its note there (the host's `obligation ack --note`).
+    app = remote_app(there)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settled(pilot)
+        model = app.models[0]
+        assert isinstance(model, RemoteInstanceModel)
+        o = await select(app, pilot, lambda o: o.consumer == "human" and o.severity != "critical")
+        await pilot.press("c")
+        dialog = app.screen
+        assert isinstance(dialog, AcknowledgeDialog)
+        dialog.query_one("#note", Input).value = "looking at it"
+        await pilot.click("#ack")
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
+        await wait_for(pilot, lambda: model.log.obligations[o.id].status == "acknowledged")
+        await pilot.press("e")
+        dialog = app.screen
+        assert isinstance(dialog, EscalateDialog)
+        dialog.query_one("#rationale", Input).value = "S3 decides"
+        dialog.query_one("#consumers", OptionList).highlighted = dialog.consumers.index("S3")
+        await pilot.click("#escalate")
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen))
+        said = app.notices[-1].message
+    there_now = state(there, o.id)
+    assert there_now.status == "escalated" and there_now.successor
+    assert f"successor {there_now.successor[:8]} is now what is owed" in said
+    assert there_now.history[-2].note == "looking at it"
+
+
+async def test_an_act_that_exits_0_without_its_json_is_a_host_failure_not_a_guess(
+    there: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A host whose regulator predates --json on the acts (here: one that prints the human line
+    # and exits 0): the room does not guess what was done from text; it says it cannot tell.
+    old = tmp_path / "old-regulator"
+    old.write_text("#!/bin/sh\necho 'obligation 3f2a acknowledged by alice'\n")
+    old.chmod(old.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("REGULATOR_REMOTE", str(old))
+    model = RemoteInstanceModel(parse_target(f"ssh://localhost{there}"))
+    actor = Actor(via="room", os_user="alice")
+    with pytest.raises(HostFailure, match="did not say what it did as JSON"):
+        model.acts.acknowledge(AckAct("3f2a", "alice", actor))
+    # And a refusal there is its stderr line, as a refusal.
+    monkeypatch.setenv("REGULATOR_REMOTE", str(Path(sys.executable).parent / "regulator"))
+    with pytest.raises(Refused, match="no obligation"):
+        model.acts.acknowledge(AckAct("ffffffff", "alice", actor))
 
 
 async def test_a_killed_stream_shows_disconnected_then_reconnects_from_its_cursor(

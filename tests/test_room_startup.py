@@ -26,6 +26,7 @@ from regulator.rules.ledger import Ledger
 from regulator.store import Layout
 from tui.app import RoomApp
 from tui.dialogs.lists import HelpScreen
+from tui.model import InstanceModel
 from tui.widgets.banners import WaitingBanner
 from tui.widgets.reading import Reading
 from tui.widgets.topbar import TopBar
@@ -274,7 +275,9 @@ async def test_once_the_instances_are_read_the_inspectors_per_unit_lists_are_mad
     app = app_for(demo)
     async with app.run_test(size=(120, 40)) as pilot:
         await settled(pilot)
-        log = app.models[0].log
+        model = app.models[0]
+        assert isinstance(model, InstanceModel)
+        log = model.log
         await wait_for(pilot, lambda: log._unit_obligations is not None)
         assert log._unit_messages is not None and log._unit_interactions is not None
         units = {o.unit for o in log.obligations.values() if o.unit}

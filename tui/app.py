@@ -68,7 +68,7 @@ if TYPE_CHECKING:
 
     from .dialogs.base import ActDialog, Done
     from .keys import UnitKey
-    from .model import Changes, InstanceModel
+    from .model import Changes, InstanceModel, InstanceView
     from .screens.main import MainScreen
     from .widgets.inbox import InboxView
     from .widgets.rowtable import RowTable
@@ -176,7 +176,7 @@ class RoomApp(App[None]):
         self.clock: Clock = clock
         self.roots = list(roots)
         self._definition = definition
-        self._models: list[InstanceModel] | None = None
+        self._models: list[InstanceView] | None = None
         # Why nobody may act from this room (it runs inside an agent's session), once read.
         self._refusal: tuple[str | None] | None = None
         self._models_lock = threading.Lock()
@@ -232,7 +232,7 @@ class RoomApp(App[None]):
         self._after_act: dict[int, str] = {}
 
     @property
-    def models(self) -> list[InstanceModel]:
+    def models(self) -> list[InstanceView]:
         """One model per instance, built on first use: by the opening worker when the room
         starts, or at once when something (a test) asks before."""
         if self._models is None:
@@ -325,12 +325,13 @@ class RoomApp(App[None]):
         from regulator.store.collector import collector_paused
 
         from .dialogs import answer, drive, lists, obligation, recovery  # noqa: F401
+        from .model import InstanceModel
         from .screens import inspector  # noqa: F401
 
         for model in models:
             if self._give_way():
                 return
-            if model.remote:
+            if not isinstance(model, InstanceModel):  # a remote host folds its own log
                 continue
             log = model.log
             with collector_paused():
@@ -367,7 +368,7 @@ class RoomApp(App[None]):
 
     async def on_room_app_opened(self, _message: Opened) -> None:
         """The models are built (their first reads go on, on the opening worker)."""
-        from .model import resolve_person
+        from .model import InstanceModel, resolve_person
         from .remote import RemoteInstanceModel
 
         self._folding.update(range(len(self.models)))
@@ -379,7 +380,9 @@ class RoomApp(App[None]):
             if isinstance(model, RemoteInstanceModel):  # its stream says when it changed
                 model.start(partial(self._remote_changed, index))
         if self.watching:
-            local = {i: m.layout.state for i, m in enumerate(self.models) if not m.remote}
+            local = {
+                i: m.layout.state for i, m in enumerate(self.models) if isinstance(m, InstanceModel)
+            }
             if local:
                 self.watch_instances(local)
             self.set_interval(SAFETY_NET_S, self._safety_net)
@@ -449,11 +452,15 @@ class RoomApp(App[None]):
     def _start_presence(self) -> None:
         from regulator.host.presence import Heartbeat, PresenceFile
 
+        from .model import InstanceModel
+
         self._stop_presence()
         if not self.presence_on or self.person is None or self.acting_refusal is not None:
             return  # looking only: no session should wait for an answer from here
         files = [
-            PresenceFile(m.layout, self.person, self.clock) for m in self.models if not m.remote
+            PresenceFile(m.layout, self.person, self.clock)
+            for m in self.models
+            if isinstance(m, InstanceModel)
         ]
         if files:
             # The beats come from a thread, but presence means a person can see this room: they
@@ -637,7 +644,7 @@ class RoomApp(App[None]):
         if not self._data_drawn.is_set() and all(m.loaded for m in self.models):
             self.call_after_refresh(self._data_drawn.set)
 
-    def _arrived(self, index: int, model: InstanceModel, o: ObligationState) -> None:
+    def _arrived(self, index: int, model: InstanceView, o: ObligationState) -> None:
         """Something new owed to a person at blocking or above: marked, told, and rung."""
         from .render import one_line
 
@@ -676,8 +683,10 @@ class RoomApp(App[None]):
         if self._refusal is None:
             from regulator.host.person_acts import FROM_ROOM, inside_agent, refusal
 
+            from .model import InstanceModel
+
             environ = os.environ if self._env is None else self._env
-            layouts = [m.layout for m in self.models if not m.remote]
+            layouts = [m.layout for m in self.models if isinstance(m, InstanceModel)]
             why = inside_agent(layouts, env=environ)
             self._refusal = (None if why is None else refusal(why, FROM_ROOM),)
         return self._refusal[0]
@@ -749,6 +758,8 @@ class RoomApp(App[None]):
         return True
 
     def selection_rested(self) -> None:
+        if not self.screen_stack:  # the room is ending: a rest posted before has no keys to show
+            return
         state = self.binding_state()
         if state != self._bindings_state:
             self._bindings_state = state
@@ -851,11 +862,11 @@ class RoomApp(App[None]):
         main = self.main
         return main.inbox_table if main is not None else None
 
-    def lookup(self, key: RowKey) -> tuple[InstanceModel, ObligationState]:
+    def lookup(self, key: RowKey) -> tuple[InstanceView, ObligationState]:
         model = self.models[key.instance]
         return model, model.log.obligations[key.oid]
 
-    def selected(self) -> tuple[InstanceModel, ObligationState] | None:
+    def selected(self) -> tuple[InstanceView, ObligationState] | None:
         table = self.inbox_table
         key = table.current_key if table is not None else None
         if key is None:
@@ -873,11 +884,17 @@ class RoomApp(App[None]):
         from regulator.rules.ledger import json_line
         from regulator.store import locked_log
 
+        from .model import InstanceModel
+
         model, o = self.lookup(key)
         self.new.discard(key)
         # No receipt is written here for a host, nor by a room inside an agent's session: a
         # receipt says a person saw the obligation.
-        if self.person is not None and not model.remote and self.acting_refusal is None:
+        if (
+            self.person is not None
+            and isinstance(model, InstanceModel)
+            and self.acting_refusal is None
+        ):
             receipt = Receipt(
                 obligation_id=o.id, person=self.person, at=iso(self.clock()), via="room"
             )
@@ -981,7 +998,7 @@ class RoomApp(App[None]):
         return self.key_for_act(act) if self.person is not None else ""
 
     def open_dialog(
-        self, which: str, target: tuple[InstanceModel, ObligationState] | None = None
+        self, which: str, target: tuple[InstanceView, ObligationState] | None = None
     ) -> None:
         """Answer, resolve, acknowledge or escalate ``target`` (else the inbox's selection)."""
         from .dialogs.answer import AnswerDialog
@@ -1013,7 +1030,7 @@ class RoomApp(App[None]):
         }[which](model, o, self.person, actor)
         self.push_screen(dialog, partial(self._dialog_done, model, o.unit))
 
-    def _dialog_done(self, model: InstanceModel, unit_id: str | None, done: Done | None) -> None:
+    def _dialog_done(self, model: InstanceView, unit_id: str | None, done: Done | None) -> None:
         if done is None:
             return
         self.notify(done.message, title="done", unit=unit_id)
@@ -1053,7 +1070,7 @@ class RoomApp(App[None]):
     # -- acting on a unit: the inspector and the units table ------------------------------------
 
     def unit_obligation(
-        self, model: InstanceModel, unit_id: str, which: str
+        self, model: InstanceView, unit_id: str, which: str
     ) -> ObligationState | None:
         """The obligation an act on a unit is on: what its next step names (the wait, the
         question, the veto), else its first open obligation; for ``answer``, its question."""
@@ -1133,7 +1150,7 @@ class RoomApp(App[None]):
             )
             return
         try:
-            loop = self.loop_for(model)
+            loop = self._local_loop(model)
         except RegulatorError as exc:
             self.notify(
                 message_of(exc), title=f"drive {unit_id}", severity=severity_of(exc), unit=unit_id
@@ -1144,7 +1161,7 @@ class RoomApp(App[None]):
     def open_recovery(
         self,
         which: str,
-        target: tuple[InstanceModel, str, ObligationState | None] | None = None,
+        target: tuple[InstanceView, str, ObligationState | None] | None = None,
     ) -> None:
         """``R`` / ``m``: act on the recovery decision a unit waits on: the selected
         obligation's unit, or ``target`` (a unit, and the wait, if any). A replan needs no
@@ -1187,7 +1204,7 @@ class RoomApp(App[None]):
                 )
                 return
         try:
-            loop = self.loop_for(model)
+            loop = self._local_loop(model)
             current = loop.current_contract(unit_id)
         except RegulatorError as exc:  # a policy that does not load, a missing contract
             self.notify(message_of(exc), title=which, severity=severity_of(exc), unit=unit_id)
@@ -1207,7 +1224,7 @@ class RoomApp(App[None]):
         self.push_screen(dialog, partial(self._recovered, model, loop, unit_id, True))
 
     def _recovered(
-        self, model: InstanceModel, loop: Loop, unit_id: str, ask: bool, done: Done | None
+        self, model: InstanceView, loop: Loop, unit_id: str, ask: bool, done: Done | None
     ) -> None:
         """A replan asks before driving (it starts a session); a remediation drives at once,
         unless the unit type has gates regulator does not enforce or runs scripted sessions:
@@ -1217,7 +1234,7 @@ class RoomApp(App[None]):
             return
         self._offer_drive(model, loop, unit_id, ask=ask)
 
-    def _offer_drive(self, model: InstanceModel, loop: Loop, unit_id: str, *, ask: bool) -> None:
+    def _offer_drive(self, model: InstanceView, loop: Loop, unit_id: str, *, ask: bool) -> None:
         """Drive ``unit_id``: at once, or after the drive dialog (asked for, or needed to name
         what is not enforced or the scenario to play). What refuses the drive is said where
         the person acted (the dialog, else a notification kept in the log)."""
@@ -1262,7 +1279,7 @@ class RoomApp(App[None]):
         self.push_screen(dialog, lambda yes: go() if yes else None)
 
     def _drive(
-        self, model: InstanceModel, loop: Loop, unit_id: str, accepted: str | None = None
+        self, model: InstanceView, loop: Loop, unit_id: str, accepted: str | None = None
     ) -> None:
         """Drive the unit under its contract in force, on a worker thread; the room stays
         usable and is told when it starts and how it ended (a notification about the unit,
@@ -1315,19 +1332,31 @@ class RoomApp(App[None]):
         model, o = selected
         self.open_unit(self.models.index(model), o.unit or "")
 
+    def _local_loop(self, model: InstanceView) -> Loop:
+        """The loop that drives ``model``'s units: a local instance's only."""
+        from regulator.protocol.errors import Refused
+
+        from .model import InstanceModel
+
+        if not isinstance(model, InstanceModel):
+            raise Refused(f"{model.name}: driving does not reach a remote instance yet")
+        return self.loop_for(model)
+
     def open_unit(self, index: int, unit_id: str) -> None:
+        from .model import InstanceModel
         from .screens.inspector import UnitInspector
 
-        if self.models[index].remote:
+        model = self.models[index]
+        if not isinstance(model, InstanceModel):
             self.notify(
-                f"{self.models[index].name}: the inspector (replay, unit actions) does not reach"
+                f"{model.name}: the inspector (replay, unit actions) does not reach"
                 " a remote instance yet; run `regulator unit show` on that host",
                 severity="warning",
             )
             return
         self.push_screen(
             UnitInspector(
-                self.models[index],
+                model,
                 unit_id,
                 index=index,
                 may=self.may_act,

@@ -18,14 +18,14 @@ from .messages import GoToObligation, OpenUnit
 from .render import one_line
 
 if TYPE_CHECKING:
-    from .model import InstanceModel
+    from .model import InstanceView
 
 
 class Palette(Protocol):
     """What the palette reads from the App it is opened in."""
 
     @property
-    def models(self) -> Sequence[InstanceModel]: ...
+    def models(self) -> Sequence[InstanceView]: ...
 
     def palette_commands(self) -> Iterable[tuple[str, str, Callable[[], Any]]]: ...
 

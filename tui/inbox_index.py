@@ -40,7 +40,7 @@ from .filtering import (
     split_free_text,
 )
 from .keys import RowKey
-from .model import InstanceModel, sort_key
+from .model import InstanceView, sort_key
 
 PRESETS = ("owed to me", "all open", "everything")
 
@@ -83,7 +83,7 @@ class KeyView(Sequence[RowKey]):
 
 
 class InboxIndex:
-    def __init__(self, models: list[InstanceModel], is_new: Callable[[RowKey], bool]) -> None:
+    def __init__(self, models: list[InstanceView], is_new: Callable[[RowKey], bool]) -> None:
         self.models = models
         self.is_new = is_new
         self.person: str | None = None
@@ -157,7 +157,7 @@ class InboxIndex:
 
     # -- deciding one row ------------------------------------------------------------------------
 
-    def _limit(self, model: InstanceModel) -> int | None:
+    def _limit(self, model: InstanceView) -> int | None:
         """The highest severity the acting person may disposition here (None: any)."""
         policy = model.interaction_policy()
         person = policy.person(self.person) if policy and self.person else None

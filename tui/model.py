@@ -20,8 +20,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from pathlib import Path
+from pathlib import Path, PurePath
 from types import MappingProxyType
+from typing import Generic, Protocol, TypeVar
 
 from regulator.host.channels import ChannelDelivery, deliveries_path, read_deliveries
 from regulator.host.instance import os_user
@@ -40,8 +41,8 @@ from regulator.rules import dispositions
 from regulator.rules.dispositions import Answered, Escalation
 from regulator.rules.execution import ExecutionStore
 from regulator.rules.ledger import Actor, Ledger
-from regulator.rules.memory_store import MemoryStore
-from regulator.rules.regulatory_log import InteractionState, RegulatoryLog
+from regulator.rules.memory_store import MemoryState, MemoryStore
+from regulator.rules.regulatory_log import FoldedLog, InteractionState, RegulatoryLog
 from regulator.store import Layout, StoreError, TailReader
 from regulator.views.next_step import NextStep, next_step_of
 from regulator.views.redaction import Redactor
@@ -75,88 +76,330 @@ def _parse_addressee(raw: bytes) -> Addressee:
     return load_record(Addressee, raw)
 
 
-class Acts:
-    """The acts a dialog runs: the core's, on this disk. A remote model's send the remote CLI
-    command instead (tui/remote.py), so the host there checks authority and records who."""
+@dataclass(frozen=True)
+class AnswerAct:
+    """``ref`` answered by ``by`` (``actor``: how they reached us) with ``text``."""
 
-    def answer(
-        self,
-        ledger: Ledger,
-        policy: InteractionPolicy | None,
-        ref: str,
-        by: str,
-        actor: Actor,
-        text: str,
-        *,
-        channel: str = "cli",
-        note: str | None = None,
-    ) -> Answered:
+    ref: str
+    by: str
+    actor: Actor
+    text: str
+    note: str | None = None
+    channel: str = "tui"
+
+    def argv(self) -> list[str]:
+        """The CLI command that does the same (what a remote instance runs)."""
+        note = ["--note", self.note] if self.note else []
+        return ["answer", self.ref, "--by", self.by, "--answer", self.text, *note]
+
+
+@dataclass(frozen=True)
+class ResolveAct:
+    ref: str
+    by: str
+    actor: Actor
+    disposition: str
+    rationale: str
+
+    def argv(self) -> list[str]:
+        return ["obligation", "resolve", self.ref, "--by", self.by,
+                "--disposition", self.disposition, "--rationale", self.rationale]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class AckAct:
+    ref: str
+    by: str
+    actor: Actor
+    note: str | None = None
+
+    def argv(self) -> list[str]:
+        note = ["--note", self.note] if self.note else []
+        return ["obligation", "ack", self.ref, "--by", self.by, *note]
+
+
+@dataclass(frozen=True)
+class EscalateAct:
+    ref: str
+    by: str
+    actor: Actor
+    to: str
+    rationale: str
+    # With ``to == "human"``: the one person the successor is owed to.
+    person: str | None = None
+
+    def argv(self) -> list[str]:
+        person = ["--person", self.person] if self.person is not None else []
+        return ["obligation", "escalate", self.ref, "--by", self.by, "--to", self.to,
+                *person, "--rationale", self.rationale]  # fmt: skip
+
+
+class Acts(Protocol):
+    """The acts a dialog runs on one instance. A local instance's are the core's, on this disk
+    (``LocalActs``); a remote one's run the CLI command there (``tui.remote.RemoteActs``), so
+    that host checks authority and records who. Each act is its own record, so what an act
+    takes is written once, with the command line that does it."""
+
+    def answer(self, act: AnswerAct) -> Answered: ...
+    def resolve(self, act: ResolveAct) -> ObligationState: ...
+    def acknowledge(self, act: AckAct) -> ObligationState: ...
+    def escalate(self, act: EscalateAct) -> Escalation: ...
+
+
+class LocalActs:
+    """The core's acts (``regulator.rules.dispositions``) on a local instance's log, under
+    its interaction policy, as the CLI makes them."""
+
+    def __init__(self, model: InstanceModel) -> None:
+        self.model = model
+
+    def _context(self) -> tuple[Ledger, InteractionPolicy]:
+        policy = self.model.interaction_policy()
+        if policy is None:
+            raise dispositions.Refusal("the interaction policy does not load: nobody may act")
+        return Ledger(self.model.layout, clock=self.model.clock), policy
+
+    def answer(self, act: AnswerAct) -> Answered:
+        ledger, policy = self._context()
         return dispositions.answer(
-            ledger, _loaded(policy), ref, by, actor, text, channel=channel, note=note
-        )
+            ledger, policy, act.ref, act.by, act.actor, act.text, channel=act.channel,
+            note=act.note,
+        )  # fmt: skip
 
-    def resolve(
-        self,
-        ledger: Ledger,
-        policy: InteractionPolicy | None,
-        ref: str,
-        by: str,
-        actor: Actor,
-        *,
-        disposition: str,
-        rationale: str,
-    ) -> ObligationState:
+    def resolve(self, act: ResolveAct) -> ObligationState:
+        ledger, policy = self._context()
         return dispositions.resolve(
-            ledger, _loaded(policy), ref, by, actor, disposition=disposition, rationale=rationale
-        )
+            ledger, policy, act.ref, act.by, act.actor, disposition=act.disposition,
+            rationale=act.rationale,
+        )  # fmt: skip
 
-    def acknowledge(
-        self,
-        ledger: Ledger,
-        policy: InteractionPolicy | None,
-        ref: str,
-        by: str,
-        actor: Actor,
-        note: str | None = None,
-    ) -> ObligationState:
-        return dispositions.acknowledge(ledger, _loaded(policy), ref, by, actor, note)
+    def acknowledge(self, act: AckAct) -> ObligationState:
+        ledger, policy = self._context()
+        return dispositions.acknowledge(ledger, policy, act.ref, act.by, act.actor, act.note)
 
-    def escalate(
-        self,
-        ledger: Ledger,
-        policy: InteractionPolicy | None,
-        ref: str,
-        by: str,
-        actor: Actor,
-        *,
-        to: str,
-        rationale: str,
-        person: str | None = None,
-    ) -> Escalation:
+    def escalate(self, act: EscalateAct) -> Escalation:
+        ledger, policy = self._context()
         return dispositions.escalate(
-            ledger, _loaded(policy), ref, by, actor, to=to, rationale=rationale, person=person
-        )
+            ledger, policy, act.ref, act.by, act.actor, to=act.to, rationale=act.rationale,
+            person=act.person,
+        )  # fmt: skip
 
 
-def _loaded(policy: InteractionPolicy | None) -> InteractionPolicy:
-    if policy is None:
-        raise dispositions.Refusal("the interaction policy does not load: nobody may act")
-    return policy
+class InstanceView(Protocol):
+    """What the room's screens, widgets and dialogs read of one instance, local
+    (``InstanceModel``) or on another machine (``tui.remote.RemoteInstanceModel``).
+
+    What only a local instance has (its files: the layout, the execution store, the
+    definition a loop drives under) is not here: the room asks ``isinstance(model,
+    InstanceModel)`` for it, and says what a remote instance does not offer yet.
+    """
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def root(self) -> PurePath: ...
+    @property
+    def remote(self) -> bool: ...
+    @property
+    def clock(self) -> Clock: ...
+    @property
+    def redactor(self) -> Redactor: ...
+    @property
+    def acts(self) -> Acts: ...
+    @property
+    def definition_root(self) -> Path | None:
+        """The definition acts are recorded under (provenance); None: none here."""
+
+    @property
+    def lock(self) -> threading.RLock: ...
+    @property
+    def log(self) -> FoldedLog: ...
+    # What the fold keeps (the module's docstring).
+    @property
+    def loaded(self) -> bool: ...
+    @property
+    def last_change(self) -> datetime | None: ...
+    @property
+    def problem_count(self) -> int: ...
+    @property
+    def problems(self) -> list[str]: ...
+    @property
+    def seen(self) -> dict[str, set[str]]: ...
+    @property
+    def units(self) -> dict[str, UnitRecord]: ...
+    @property
+    def leases(self) -> list[Lease]: ...
+    @property
+    def open(self) -> dict[str, ObligationState]: ...
+    @property
+    def owed(self) -> dict[str, ObligationState]: ...
+    @property
+    def veto(self) -> dict[str, ObligationState]: ...
+    @property
+    def severity_counts(self) -> Counter[str]: ...
+
+    def refresh(self, paths: Iterable[Path] | None = None) -> Changes: ...
+    def unread_changes(self) -> bool: ...
+    def interaction_policy(self) -> InteractionPolicy | None: ...
+    def open_obligations(self) -> list[ObligationState]: ...
+    def instance_veto(self) -> list[ObligationState]: ...
+    def addressee(self, o: ObligationState) -> str | None: ...
+    def owed_to(self, o: ObligationState) -> str: ...
+    def owed_to_person(self) -> list[ObligationState]: ...
+    def interaction(self, obligation_id: str) -> InteractionState | None: ...
+    def waiting_sessions(self) -> list[tuple[ObligationState, InteractionState, float]]: ...
+    def sessions_still_running(
+        self,
+    ) -> list[tuple[ObligationState, InteractionState, float]]: ...
+    def unit_summary(self, unit: UnitRecord) -> tuple[str, str, str]: ...
+    def next_step(self, unit_id: str) -> NextStep | None: ...
+    def channel_deliveries(self, obligation_id: str) -> list[ChannelDelivery]: ...
+    def current_memory(self) -> list[MemoryState]: ...
 
 
-class InstanceModel:
-    # A remote instance (tui/remote.py): no files here to watch, write or inspect.
+LogT = TypeVar("LogT", bound=FoldedLog)
+
+
+class FoldedCounts(Generic[LogT]):
+    """What the header, banners and instances table count, kept as a fold goes (the module's
+    docstring), over a log folded here or streamed from elsewhere: the part of a model the
+    local and the remote one share."""
+
+    def __init__(self, log: LogT, clock: Clock) -> None:
+        self.log = log
+        self.clock = clock
+        self.seen: dict[str, set[str]] = {}
+        # Obligation id → the one person it was escalated to (``addressees.ndjson``).
+        self.addressees: dict[str, str] = {}
+        self.units: dict[str, UnitRecord] = {}
+        self.leases: list[Lease] = []
+        self.record_problems: list[str] = []
+        self.last_change: datetime | None = None
+        self.loaded = False
+        self.lock = threading.RLock()
+        # Open obligations, by severity, those owed to a person, and those that hold every
+        # dispatch (no unit).
+        self.open: dict[str, ObligationState] = {}
+        self.severity_counts: Counter[str] = Counter()
+        self.owed: dict[str, ObligationState] = {}
+        self.veto: dict[str, ObligationState] = {}
+        self.problem_count = 0
+        self._candidates: dict[str, tuple[ObligationState, InteractionState, datetime]] = {}
+
+    def interaction_policy(self) -> InteractionPolicy | None:
+        """The people and what they may do; None: not known here (see the subclasses)."""
+        return None
+
+    def _recount(self) -> None:
+        self.open, self.owed, self.veto = {}, {}, {}
+        self.severity_counts = Counter()
+        self._candidates = {}
+        for o in self.log.obligations.values():
+            self._account(o)
+        for interaction in self.log.interactions.values():
+            self._candidate(interaction.request.obligation_id)
+
+    def _account(self, o: ObligationState) -> None:
+        """Move one obligation into or out of what is counted, after it changed."""
+        oid = o.id
+        was = self.open.pop(oid, None)
+        if was is not None:
+            self.severity_counts[was.severity] -= 1
+            self.owed.pop(oid, None)
+            self.veto.pop(oid, None)
+        if o.status in TERMINAL_STATUSES:
+            self._candidates.pop(oid, None)
+            return
+        self.open[oid] = o
+        self.severity_counts[o.severity] += 1
+        if o.consumer == "human":
+            self.owed[oid] = o
+        if o.blocks and o.unit is None:
+            self.veto[oid] = o
+
+    def _candidate(self, oid: str) -> None:
+        """A question asked through the room, with its deadline, while it is open."""
+        o = self.log.obligations.get(oid)
+        interaction = self.log.interaction_for(oid)
+        if o is None or interaction is None or o.status in TERMINAL_STATUSES:
+            return
+        request = interaction.request
+        # Asked in a room, or of a person reached through `serve --http` (ours): either way a
+        # session waits for the answer until the deadline.
+        if request.channel not in ("tui", "outbox"):
+            return
+        try:
+            deadline = parse_iso(request.raised_at) + timedelta(milliseconds=request.timeout_ms)
+        except ValueError:
+            return
+        self._candidates[oid] = (o, interaction, deadline)
+
+    def open_obligations(self) -> list[ObligationState]:
+        return list(self.open.values())
+
+    def instance_veto(self) -> list[ObligationState]:
+        return list(self.veto.values())
+
+    def addressee(self, o: ObligationState) -> str | None:
+        """The one person ``o`` is owed to: escalated to them (``addressees.ndjson``), owed to
+        ``human``, and a person the policy still lists; else None (every person's share)."""
+        name = self.addressees.get(o.id)
+        if name is None or o.consumer != "human":
+            return None
+        policy = self.interaction_policy()
+        return name if policy is not None and policy.person(name) is not None else None
+
+    def owed_to(self, o: ObligationState) -> str:
+        """Whom ``o`` is owed to, as the inbox and the detail say it: a person, or a consumer."""
+        return self.addressee(o) or o.consumer
+
+    def owed_to_person(self) -> list[ObligationState]:
+        return list(self.owed.values())
+
+    def interaction(self, obligation_id: str) -> InteractionState | None:
+        return self.log.interaction_for(obligation_id)
+
+    def waiting_sessions(self) -> list[tuple[ObligationState, InteractionState, float]]:
+        "Questions whose session is still waiting in ``ask_human``: (obligation, request, s left)."
+        now = self.clock()
+        out = []
+        for o, i, deadline in list(self._candidates.values()):
+            if i.answers or o.status in TERMINAL_STATUSES:
+                continue
+            left = (deadline - now).total_seconds()
+            if left > 0:
+                out.append((o, i, left))
+        return out
+
+    def sessions_still_running(self) -> list[tuple[ObligationState, InteractionState, float]]:
+        """The waiting questions whose session is still there: its unit dispatched or leased.
+
+        A question whose unit holds no live lease and is not dispatched has no session left to
+        wait (it crashed or was stopped); quitting the room cannot leave it hanging.
+        """
+        now_ms = int(self.clock().timestamp() * 1000)
+        leased = {lease.unit_id for lease in self.leases if lease.expires_at > now_ms}
+        out = []
+        for o, i, left in self.waiting_sessions():
+            unit = self.units.get(o.unit or "")
+            if o.unit in leased or (unit is not None and unit.status == "dispatched"):
+                out.append((o, i, left))
+        return out
+
+
+class InstanceModel(FoldedCounts[RegulatoryLog]):
+    """A local instance: its files read as they change (the module's docstring)."""
+
     remote = False
 
     def __init__(
         self, root: Path, *, clock: Clock = system_clock, definition: Path | None = None
     ) -> None:
         self.root = root.resolve()
-        self.clock = clock
-        self.acts = Acts()
         self.layout = Layout(self.root)
+        super().__init__(RegulatoryLog(self.layout), clock)
+        self.acts = LocalActs(self)
         self.definition: Definition = load_definition(self.root, definition)
-        self.log = RegulatoryLog(self.layout)
         self.store = ExecutionStore(self.layout, clock)
         # Kept, so each look at memory reads only what was appended since the last.
         self.memory = MemoryStore(self.layout, clock)
@@ -172,31 +415,17 @@ class InstanceModel:
         self.redactor = Redactor.for_layout(self.layout)
         self._policy: InteractionPolicy | None = None
         self._policy_read = False
-        self._init_counts()
-
-    def _init_counts(self) -> None:
-        """What the screens read, empty until the first fold (shared with a remote model)."""
-        self.seen: dict[str, set[str]] = {}
-        # Obligation id → the one person it was escalated to (``addressees.ndjson``).
-        self.addressees: dict[str, str] = {}
-        self.units: dict[str, UnitRecord] = {}
-        self.leases: list[Lease] = []
-        self.record_problems: list[str] = []
         # Logs that are there but cannot be read, as the last fold found them.
         self.unreadable: list[str] = []
-        self.last_change: datetime | None = None
-        self.loaded = False
-        self.lock = threading.RLock()
-        # Kept as the fold goes (see the module's docstring): open obligations, by severity,
-        # those owed to a person, and those that hold every dispatch (no unit).
-        self.open: dict[str, ObligationState] = {}
-        self.severity_counts: Counter[str] = Counter()
-        self.owed: dict[str, ObligationState] = {}
-        self.veto: dict[str, ObligationState] = {}
-        self.problem_count = 0
-        self._candidates: dict[str, tuple[ObligationState, InteractionState, datetime]] = {}
         self._summaries: dict[str, tuple[object, tuple[str, str, str]]] = {}
         self._stamps: tuple[tuple[int, int, int] | None, ...] = ()
+
+    @property
+    def definition_root(self) -> Path | None:
+        return self.definition.root
+
+    def current_memory(self) -> list[MemoryState]:
+        return self.memory.current()
 
     @property
     def name(self) -> str:
@@ -307,51 +536,7 @@ class InstanceModel:
         self.loaded = True
         return changes
 
-    # -- what is kept as the fold goes ---------------------------------------------------------
-
-    def _recount(self) -> None:
-        self.open, self.owed, self.veto = {}, {}, {}
-        self.severity_counts = Counter()
-        self._candidates = {}
-        for o in self.log.obligations.values():
-            self._account(o)
-        for interaction in self.log.interactions.values():
-            self._candidate(interaction.request.obligation_id)
-
-    def _account(self, o: ObligationState) -> None:
-        """Move one obligation into or out of what is counted, after it changed."""
-        oid = o.id
-        was = self.open.pop(oid, None)
-        if was is not None:
-            self.severity_counts[was.severity] -= 1
-            self.owed.pop(oid, None)
-            self.veto.pop(oid, None)
-        if o.status in TERMINAL_STATUSES:
-            self._candidates.pop(oid, None)
-            return
-        self.open[oid] = o
-        self.severity_counts[o.severity] += 1
-        if o.consumer == "human":
-            self.owed[oid] = o
-        if o.blocks and o.unit is None:
-            self.veto[oid] = o
-
-    def _candidate(self, oid: str) -> None:
-        """A question asked through the room, with its deadline, while it is open."""
-        o = self.log.obligations.get(oid)
-        interaction = self.log.interaction_for(oid)
-        if o is None or interaction is None or o.status in TERMINAL_STATUSES:
-            return
-        request = interaction.request
-        # Asked in a room, or of a person reached through `serve --http` (ours): either way a
-        # session waits for the answer until the deadline.
-        if request.channel not in ("tui", "outbox"):
-            return
-        try:
-            deadline = parse_iso(request.raised_at) + timedelta(milliseconds=request.timeout_ms)
-        except ValueError:
-            return
-        self._candidates[oid] = (o, interaction, deadline)
+    # -- the units and leases ------------------------------------------------------------------
 
     def _is_unit_file(self, path: Path) -> bool:
         text = str(path)
@@ -384,28 +569,6 @@ class InstanceModel:
             + self.record_problems
         )
 
-    def open_obligations(self) -> list[ObligationState]:
-        return list(self.open.values())
-
-    def instance_veto(self) -> list[ObligationState]:
-        return list(self.veto.values())
-
-    def addressee(self, o: ObligationState) -> str | None:
-        """The one person ``o`` is owed to: escalated to them (``addressees.ndjson``), owed to
-        ``human``, and a person the policy still lists; else None (every person's share)."""
-        name = self.addressees.get(o.id)
-        if name is None or o.consumer != "human":
-            return None
-        policy = self.interaction_policy()
-        return name if policy is not None and policy.person(name) is not None else None
-
-    def owed_to(self, o: ObligationState) -> str:
-        """Whom ``o`` is owed to, as the inbox and the detail say it: a person, or a consumer."""
-        return self.addressee(o) or o.consumer
-
-    def owed_to_person(self) -> list[ObligationState]:
-        return list(self.owed.values())
-
     def unit_summary(self, unit: UnitRecord) -> tuple[str, str, str]:
         """(last outcome, last decision, budget) for the units table, read once per change.
 
@@ -436,7 +599,7 @@ class InstanceModel:
     def next_step(self, unit_id: str) -> NextStep | None:
         """What the unit needs next (``regulator.views.next_step``); None: no such unit here."""
         unit = self.units.get(unit_id)
-        if unit is None or self.remote:
+        if unit is None:
             return None
         try:
             ceiling = self.definition.budget.ceiling_for(unit.unit_type).attempts
@@ -447,9 +610,6 @@ class InstanceModel:
                 return next_step_of(self.log, self.store, unit, attempt_ceiling=ceiling)
         except (RegulatorError, StoreError) as exc:
             return NextStep(f"cannot tell what it needs next: {exc}")
-
-    def interaction(self, obligation_id: str) -> InteractionState | None:
-        return self.log.interaction_for(obligation_id)
 
     _deliveries_stamp: tuple[int, int] | None = None
     _deliveries: Mapping[str, list[ChannelDelivery]] = MappingProxyType({})
@@ -473,33 +633,6 @@ class InstanceModel:
                 grouped.setdefault(record.obligation_id, []).append(record)
             self._deliveries, self._deliveries_stamp = grouped, stamp
         return self._deliveries.get(obligation_id, [])
-
-    def waiting_sessions(self) -> list[tuple[ObligationState, InteractionState, float]]:
-        "Questions whose session is still waiting in ``ask_human``: (obligation, request, s left)."
-        now = self.clock()
-        out = []
-        for o, i, deadline in list(self._candidates.values()):
-            if i.answers or o.status in TERMINAL_STATUSES:
-                continue
-            left = (deadline - now).total_seconds()
-            if left > 0:
-                out.append((o, i, left))
-        return out
-
-    def sessions_still_running(self) -> list[tuple[ObligationState, InteractionState, float]]:
-        """The waiting questions whose session is still there: its unit dispatched or leased.
-
-        A question whose unit holds no live lease and is not dispatched has no session left to
-        wait (it crashed or was stopped); quitting the room cannot leave it hanging.
-        """
-        now_ms = int(self.clock().timestamp() * 1000)
-        leased = {lease.unit_id for lease in self.leases if lease.expires_at > now_ms}
-        out = []
-        for o, i, left in self.waiting_sessions():
-            unit = self.units.get(o.unit or "")
-            if o.unit in leased or (unit is not None and unit.status == "dispatched"):
-                out.append((o, i, left))
-        return out
 
 
 def _stamp(path: Path | None) -> tuple[int, int] | None:

@@ -4,9 +4,10 @@ A worker thread runs ``ssh -- host regulator stream --instance PATH --since CURS
 address and the command line: :mod:`regulator.host.remote`; protocol:
 docs/reaching-people.md) and folds each line into the same counts the screens read from a local
 ``InstanceModel``; the UI thread only drains what changed. The remote host folds its own log,
-so nothing of the fold is copied here. Every act goes back as the remote CLI command over the
-same transport, so the remote host checks authority and records provenance (its OS user); a
-refusal is its stderr line. Nothing is written on this disk.
+so nothing of the fold is copied here. Every act goes back as the remote CLI command with
+``--json`` over the same transport, so the remote host checks authority and records provenance
+(its OS user); what it did is read from the JSON object the command prints, a refusal is its
+stderr line. Nothing is written on this disk.
 
 ``REGULATOR_SSH`` replaces the ``ssh`` command (tests run the remote side as a local
 subprocess); ``REGULATOR_REMOTE`` the ``regulator`` run on the host.
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import select
 import signal
 import subprocess
@@ -29,180 +29,158 @@ import orjson
 
 from regulator.host.channels import ChannelDelivery
 from regulator.host.remote import RemoteTarget, parse_target, remote_command
-from regulator.policy import Definition
 from regulator.protocol.clock import Clock, system_clock
 from regulator.protocol.entry import validate_entry
 from regulator.protocol.errors import HostFailure, Refused
+from regulator.protocol.execution import UnitRecord
 from regulator.protocol.interaction import InteractionRequest
+from regulator.protocol.messages import VsmMessage
 from regulator.protocol.obligations import ObligationState
-from regulator.protocol.policies import InteractionPolicy
+from regulator.protocol.vocab import TERMINAL_STATUSES
 from regulator.rules.dispositions import Answered, Escalation
-from regulator.rules.ledger import Actor, Ledger
-from regulator.rules.memory_store import MemoryStore
-from regulator.rules.regulatory_log import Answer, InteractionState, RegulatoryLog
-from regulator.store import Layout
+from regulator.rules.memory_store import MemoryState
+from regulator.rules.regulatory_log import Answer, InteractionState
+from regulator.views.next_step import NextStep
 from regulator.views.redaction import Redactor
 
-from .model import Acts, Changes, InstanceModel
+from .model import (
+    AckAct,
+    AnswerAct,
+    Changes,
+    EscalateAct,
+    FoldedCounts,
+    InstanceModel,
+    InstanceView,
+    ResolveAct,
+)
 
 HEARTBEAT_S = 5.0
 # No line (not even a heartbeat) for this long: the connection is dead though nobody said so.
 SILENT_S = 4 * HEARTBEAT_S
 RETRY_S = (0.5, 1.0, 2.0, 5.0, 10.0)
 ACT_TIMEOUT_S = 60.0
-# Where the files of a remote instance would be: nothing is ever read or written there.
-NOWHERE = Path("/nonexistent/regulator-remote")
 
 
-class RemoteLog(RegulatoryLog):
-    """The folded state as the remote host sent it; never reads a file."""
+class RemoteLog:
+    """The folded state as the remote host sent it (a ``FoldedLog``); never reads a file."""
 
-    def refresh(self) -> list[Any]:
-        return []
+    def __init__(self) -> None:
+        self.obligations: dict[str, ObligationState] = {}
+        self.interactions: dict[str, InteractionState] = {}
+        self.messages: dict[str, VsmMessage] = {}
+        self.cited: set[str] = set()
+        self.lines = 0  # no lines here: the host folded them
+        self._by_obligation: dict[str, str] = {}  # obligation id → interaction request id
+
+    def put_obligation(self, o: ObligationState) -> None:
+        self.obligations[o.id] = o
+        self.cited.update(o.sources)
 
     def put_interaction(self, state: InteractionState) -> None:
         self.interactions[state.request.id] = state
         self._by_obligation[state.request.obligation_id] = state.request.id
 
+    def message(self, message_id: str) -> VsmMessage | None:
+        return self.messages.get(message_id)
 
-class RemoteActs(Acts):
-    """Each act as the remote CLI command: the remote host decides, and records who did it."""
+    def unrouted_count(self) -> int:
+        return sum(mid not in self.cited for mid in self.messages)
+
+    def open_obligations(self, unit: str | None = None) -> list[ObligationState]:
+        return [
+            o
+            for o in self.obligations.values()
+            if o.status not in TERMINAL_STATUSES and (unit is None or o.unit == unit)
+        ]
+
+    def interaction_for(self, obligation_id: str) -> InteractionState | None:
+        request_id = self._by_obligation.get(obligation_id)
+        return self.interactions.get(request_id) if request_id is not None else None
+
+
+class RemoteActs:
+    """Each act as the remote CLI command with ``--json``: the remote host decides, records who
+    did it, and says what it did in one JSON object (docs/triage.md); a refusal is its stderr
+    line. The actor given is not sent: provenance there is that host's own (its OS user)."""
 
     def __init__(self, model: RemoteInstanceModel) -> None:
         self.model = model
 
-    def _run(self, *args: str) -> str:
-        argv = remote_command(self.model.target, *args)
+    def _run(self, argv_there: list[str]) -> dict[str, Any]:
+        target = self.model.target
+        argv = remote_command(target, *argv_there, "--json")
         try:
             done = subprocess.run(
                 argv,
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
-                text=True,
                 timeout=ACT_TIMEOUT_S,
                 check=False,
             )
         except subprocess.TimeoutExpired:
             raise HostFailure(
-                f"{self.model.target.url}: no reply in {ACT_TIMEOUT_S:.0f} s; the act may or may"
+                f"{target.url}: no reply in {ACT_TIMEOUT_S:.0f} s; the act may or may"
                 " not have been recorded there (the inbox will show it)"
             ) from None
         except OSError as exc:
             raise HostFailure(f"{argv[0]}: {exc.strerror or exc}") from None
         if done.returncode != 0:
-            lines = [line for line in done.stderr.splitlines() if line.strip()]
+            stderr = done.stderr.decode(errors="replace")
+            lines = [line for line in stderr.splitlines() if line.strip()]
             said = lines[-1] if lines else f"exit {done.returncode}, nothing said"
             said = said.removeprefix("regulator: ")
-            raise Refused(f"{self.model.target.host}: {self.model.redactor.scrub(said)[0]}")
-        return done.stdout
+            raise Refused(f"{target.host}: {self.model.redactor.scrub(said)[0]}")
+        try:
+            value = orjson.loads(done.stdout)
+            if not isinstance(value, dict) or not isinstance(value.get("obligation"), dict):
+                raise ValueError("not an act's object")
+            return value
+        except ValueError:
+            # It exited 0: the act was most likely recorded there; what it said is not an
+            # act's JSON (a regulator there without --json on this command).
+            raise HostFailure(
+                f"{target.url}: {argv_there[0]} exited 0 but did not say what it did as JSON;"
+                " the inbox will show whether it was recorded"
+            ) from None
 
-    def answer(
-        self,
-        ledger: Ledger,
-        policy: InteractionPolicy | None,
-        ref: str,
-        by: str,
-        actor: Actor,
-        text: str,
-        *,
-        channel: str = "cli",
-        note: str | None = None,
-    ) -> Answered:
-        args = ["answer", ref, "--by", by, "--answer", text]
-        out = self._run(*args, *(["--note", note] if note else []))
-        found = re.search(r"^(\S+) answered by .*? \(([^)]*)\)", out, re.M)
-        o = self.model.log.obligations[ref]
-        interaction = self.model.interaction(ref)
-        kind = interaction.request.kind if interaction else "question"
+    def _obligation(self, value: dict[str, Any], key: str = "obligation") -> ObligationState:
+        return ObligationState.from_json_dict(value[key])
+
+    def answer(self, act: AnswerAct) -> Answered:
+        value = self._run(act.argv())
         return Answered(
-            o, found.group(1) if found else kind, found.group(2) if found else "?", text
+            self._obligation(value), str(value["kind"]), str(value["disposition"]),
+            str(value["answer"]),
+        )  # fmt: skip
+
+    def resolve(self, act: ResolveAct) -> ObligationState:
+        return self._obligation(self._run(act.argv()))
+
+    def acknowledge(self, act: AckAct) -> ObligationState:
+        return self._obligation(self._run(act.argv()))
+
+    def escalate(self, act: EscalateAct) -> Escalation:
+        value = self._run(act.argv())
+        person = value.get("person")
+        return Escalation(
+            self._obligation(value),
+            self._obligation(value, "successor"),
+            person if isinstance(person, str) else None,
         )
 
-    def resolve(
-        self,
-        ledger: Ledger,
-        policy: InteractionPolicy | None,
-        ref: str,
-        by: str,
-        actor: Actor,
-        *,
-        disposition: str,
-        rationale: str,
-    ) -> ObligationState:
-        self._run(
-            "obligation",
-            "resolve",
-            ref,
-            "--by",
-            by,
-            "--disposition",
-            disposition,
-            "--rationale",
-            rationale,
-        )
-        return self.model.log.obligations[ref]
 
-    def acknowledge(
-        self,
-        ledger: Ledger,
-        policy: InteractionPolicy | None,
-        ref: str,
-        by: str,
-        actor: Actor,
-        note: str | None = None,
-    ) -> ObligationState:
-        # The CLI's ack takes no note: say so rather than drop it silently.
-        if note:
-            raise Refused("a remote acknowledgement takes no note: clear it, or answer/resolve")
-        self._run("obligation", "ack", ref, "--by", by)
-        return self.model.log.obligations[ref]
-
-    def escalate(
-        self,
-        ledger: Ledger,
-        policy: InteractionPolicy | None,
-        ref: str,
-        by: str,
-        actor: Actor,
-        *,
-        to: str,
-        rationale: str,
-        person: str | None = None,
-    ) -> Escalation:
-        # The dialog offers no person for a remote instance (the people are the remote
-        # policy's, not known here); the remote CLI would check one as it checks ``--by``.
-        named = ["--person", person] if person is not None else []
-        out = self._run("obligation", "escalate", ref, "--by", by, "--to", to, *named,
-                        "--rationale", rationale)  # fmt: skip
-        found = re.search(r"successor (\S+) is now", out)
-        o = self.model.log.obligations[ref]
-        successor = o.replace(**{"id": found.group(1) if found else "?"})
-        return Escalation(o, successor, person)
-
-
-class RemoteInstanceModel(InstanceModel):
+class RemoteInstanceModel(FoldedCounts[RemoteLog]):
     """What the screens read, fed by ``regulator stream`` over ssh (see the module)."""
 
     remote = True
 
-    def __init__(
-        self,
-        target: RemoteTarget,
-        *,
-        clock: Clock = system_clock,
-        definition: Path | None = None,
-    ) -> None:
+    def __init__(self, target: RemoteTarget, *, clock: Clock = system_clock) -> None:
+        super().__init__(RemoteLog(), clock)
         self.target = target
-        self.clock = clock
-        self.root = Path(target.path)
-        self.layout = Layout(NOWHERE)
-        # Authority is the remote host's: no local policy decides what may be done there.
-        self.definition = Definition(None)
-        self.log: RemoteLog = RemoteLog(self.layout)
-        self.memory = MemoryStore(self.layout, clock)
+        self.root = PurePosixPath(target.path)
+        # That host's canaries and channel secrets are not known here: it redacts its own.
         self.redactor = Redactor(())
         self.acts = RemoteActs(self)
-        self._init_counts()
         self.cursor = "0"
         self.connection = "connecting…"
         self.remote_host = target.host
@@ -216,12 +194,22 @@ class RemoteInstanceModel(InstanceModel):
         self._on_change: Callable[[], None] = lambda: None
 
     @property
+    def definition_root(self) -> Path | None:
+        return None  # authority and provenance are the remote host's
+
+    def current_memory(self) -> list[MemoryState]:
+        return []  # not carried by the stream yet
+
+    def unit_summary(self, unit: UnitRecord) -> tuple[str, str, str]:
+        return ("—", "—", "—")  # the stream carries no units yet
+
+    def next_step(self, unit_id: str) -> NextStep | None:
+        return None
+
+    @property
     def name(self) -> str:
         base = f"{PurePosixPath(self.target.path).name}@{self.target.host}"
         return base if self.connection == "connected" else f"{base} ⚠ {self.connection}"
-
-    def interaction_policy(self) -> InteractionPolicy | None:
-        return None
 
     def channel_deliveries(self, obligation_id: str) -> list[ChannelDelivery]:
         return []  # the stream carries them, but the room does not show a remote's yet
@@ -357,8 +345,7 @@ class RemoteInstanceModel(InstanceModel):
             o = ObligationState.from_json_dict(item["obligation"])
             if o.id not in self.log.obligations and self.loaded:
                 pending.new_obligations.append(o)
-            self.log.obligations[o.id] = o
-            self.log.cited.update(o.sources)
+            self.log.put_obligation(o)
             pending.touched.add(o.id)
             pending.obligations = True
             self._account(o)
@@ -400,7 +387,7 @@ class RemoteInstanceModel(InstanceModel):
 
     def _reset(self) -> None:
         """The remote host started over: drop what is held."""
-        self.log = RemoteLog(self.layout)
+        self.log = RemoteLog()
         self._recount()
         self.record_problems = []
         self._pending.full = True
@@ -408,8 +395,9 @@ class RemoteInstanceModel(InstanceModel):
 
 def open_model(
     root: Path | str, *, clock: Clock = system_clock, definition: Path | None = None
-) -> InstanceModel:
-    """A local instance's model, or a remote one for ``ssh://…``."""
+) -> InstanceView:
+    """A local instance's model, or a remote one for ``ssh://…`` (whose definition is its
+    host's: ``definition`` is for the local ones)."""
     if isinstance(root, str) and root.startswith("ssh://"):
-        return RemoteInstanceModel(parse_target(root), clock=clock, definition=definition)
+        return RemoteInstanceModel(parse_target(root), clock=clock)
     return InstanceModel(Path(root), clock=clock, definition=definition)

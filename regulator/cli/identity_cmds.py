@@ -10,7 +10,8 @@ from regulator.cli.errors import UsageError
 from regulator.protocol.text import visible
 
 
-def _decide(args: argparse.Namespace, *, accept: bool) -> str:
+def _decide(args: argparse.Namespace, *, accept: bool) -> str | None:
+    """What was decided, as the line printed; None when ``--json`` printed it as an object."""
     from regulator.host.identity import (
         IdentityUsageError,
         accept_proposal,
@@ -36,12 +37,27 @@ def _decide(args: argparse.Namespace, *, accept: bool) -> str:
                 source=Path(args.from_path),
                 rationale=args.rationale,
             )
+            if args.json:
+                _print(
+                    root,
+                    {
+                        "act": "accept-proposal",
+                        "obligation": done.obligation.to_json_dict(),
+                        "path": done.path,
+                        "commit": done.sha,
+                        "branch": done.branch,
+                    },
+                )
+                return None
             return (
                 f"proposal {done.obligation.id[:8]} accepted by {args.by} (S5): "
                 f"{done.path} committed as {done.sha[:7]} on {done.branch}; "
                 "the obligation is resolved as accepted"
             )
         state = reject_proposal(ledger, policy, args.id, args.by, actor, rationale=args.rationale)
+        if args.json:
+            _print(root, {"act": "reject-proposal", "obligation": state.to_json_dict()})
+            return None
         return (
             f"proposal {state.id[:8]} rejected by {args.by} (S5): {args.rationale}; "
             "identity unchanged"
@@ -50,11 +66,22 @@ def _decide(args: argparse.Namespace, *, accept: bool) -> str:
         raise UsageError(str(exc)) from None
 
 
+def _print(root: Path, value: dict[str, object]) -> None:
+    """What was decided as one object, as the acts on an obligation print it (docs/triage.md)."""
+    from regulator.cli.context import print_json, redactor
+
+    print_json(redactor(root).redact_json(value))
+
+
 def cmd_accept(args: argparse.Namespace) -> int:
-    print(visible(_decide(args, accept=True)))
+    line = _decide(args, accept=True)
+    if line is not None:
+        print(visible(line))
     return 0
 
 
 def cmd_reject(args: argparse.Namespace) -> int:
-    print(visible(_decide(args, accept=False)))
+    line = _decide(args, accept=False)
+    if line is not None:
+        print(visible(line))
     return 0

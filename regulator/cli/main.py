@@ -450,6 +450,14 @@ def _person(args: argparse.Namespace) -> None:
             raise UsageError(f"--by WHO is required (or set ${PERSON_ENV})")
 
 
+def _act_json(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print what was done as one JSON object (a refusal: its stderr line, nothing here)",
+    )
+
+
 def _obligation_commands(sub: Any) -> None:
     h = "regulator.cli.obligation_cmds"
     p = _command(
@@ -492,6 +500,7 @@ def _obligation_commands(sub: Any) -> None:
     p.add_argument("id", metavar="ID", help="obligation id or unique prefix")
     _by(p)
     p.add_argument("--note", metavar="TEXT", help="an optional note")
+    _act_json(p)
     p = _command(
         obs,
         "resolve",
@@ -510,6 +519,7 @@ def _obligation_commands(sub: Any) -> None:
         "audit-requested or policy-clarification-requested",
     )
     p.add_argument("--rationale", required=True, metavar="TEXT", help="why")
+    _act_json(p)
     p = _command(
         obs,
         "escalate",
@@ -527,6 +537,7 @@ def _obligation_commands(sub: Any) -> None:
         "disposition at the obligation's severity",
     )
     p.add_argument("--rationale", required=True, metavar="TEXT", help="why")
+    _act_json(p)
 
     p = _command(
         sub,
@@ -557,6 +568,7 @@ def _obligation_commands(sub: Any) -> None:
         metavar="TEXT",
         help="a reason, recorded with the answer and carried to the unit's next attempt",
     )
+    _act_json(p)
 
     sig = sub.add_parser("signals", help="route the regulatory log's unrouted messages")
     sig.set_defaults(_parser=sig)
@@ -725,6 +737,7 @@ def _memory_identity_commands(sub: Any) -> None:
     p.add_argument("id", metavar="ID", help="memory entry id or unique prefix")
     _by(p)
     p.add_argument("--reason", required=True, metavar="TEXT", help="why")
+    _act_json(p)
 
     ident = sub.add_parser("identity", help="S5: decide a policy proposal owed to S5")
     ident.set_defaults(_parser=ident)
@@ -749,6 +762,7 @@ def _memory_identity_commands(sub: Any) -> None:
         "--from", required=True, dest="from_path", metavar="PATH", help="the file's new content"
     )
     p.add_argument("--rationale", required=True, metavar="TEXT", help="why")
+    _act_json(p)
     p = _command(
         idents,
         "reject",
@@ -759,6 +773,7 @@ def _memory_identity_commands(sub: Any) -> None:
     p.add_argument("id", metavar="OBLIGATION", help="the policy-proposal obligation")
     _by(p)
     p.add_argument("--rationale", required=True, metavar="TEXT", help="why")
+    _act_json(p)
 
 
 def _run(handler_path: str, args: argparse.Namespace) -> int:

@@ -66,5 +66,14 @@ def cmd_retract(args: argparse.Namespace) -> int:
         Actor(via="cli", os_user=os_user()),
         args.reason,
     )
+    if args.json:
+        # What was done as one object, as the acts on an obligation print it (docs/triage.md):
+        # the retraction as memory.ndjson holds it.
+        from regulator.cli.context import redactor
+
+        print_json(
+            redactor(root).redact_json({"act": "retract", "retraction": event.to_json_dict()})
+        )
+        return 0
     print(visible(f"memory {event.memory_id[:8]} retracted by {event.by}: {event.reason}"))
     return 0

@@ -209,11 +209,35 @@ def _context(args: argparse.Namespace) -> tuple[Ledger, InteractionPolicy]:
     return ledger, defn.interaction
 
 
+def _print_done(args: argparse.Namespace, layout: Layout, act: str, **what: object) -> bool:
+    """With ``--json``, what an act did as one JSON object on stdout (True: printed).
+
+    ``{"act": ..., "obligation": {...}, ...}``: the obligation acted on as it is now, in its
+    on-disk camelCase shape (as ``obligations --json`` lists it), plus what the act adds (a
+    successor, an answer, the next step). Redacted as every record a command prints is. A
+    refusal never reaches here: it is the one stderr line and exit 1, nothing on stdout.
+    """
+    if not getattr(args, "json", False):
+        return False
+    value: dict[str, object] = {"act": act}
+    for key, item in what.items():
+        value[key] = item.to_json_dict() if isinstance(item, ObligationState) else item
+    print_json(redactor(layout.root).redact_json(value))
+    return True
+
+
+def _next(after: str) -> str | None:
+    """``_may_proceed``'s clause as a sentence of its own, for JSON (None: nothing follows)."""
+    return after.removeprefix("; ") or None
+
+
 def cmd_ack(args: argparse.Namespace) -> int:
     from regulator.rules import dispositions
 
     ledger, policy = _context(args)
     o = dispositions.acknowledge(ledger, policy, args.id, args.by, _actor(args), args.note)
+    if _print_done(args, ledger.layout, "acknowledge", obligation=o):
+        return 0
     print(f"obligation {o.id[:8]} acknowledged by {v(args.by)}: received, not resolved")
     return 0
 
@@ -236,6 +260,8 @@ def cmd_resolve(args: argparse.Namespace) -> int:
         rationale=args.rationale,
     )
     after = _may_proceed(o, ledger.layout)
+    if _print_done(args, ledger.layout, "resolve", obligation=o, next=_next(after)):
+        return 0
     print(f"obligation {o.id[:8]} resolved by {v(args.by)} as {args.disposition}{after}")
     return 0
 
@@ -261,6 +287,15 @@ def cmd_escalate(args: argparse.Namespace) -> int:
         rationale=args.rationale,
         person=person,
     )
+    if _print_done(
+        args,
+        ledger.layout,
+        "escalate",
+        obligation=done.predecessor,
+        successor=done.successor,
+        person=done.person,
+    ):
+        return 0
     to = f"{args.to} ({v(person)})" if person is not None else args.to
     print(
         f"obligation {done.predecessor.id[:8]} escalated by {v(args.by)} to {to}: "
@@ -288,8 +323,20 @@ def cmd_answer(args: argparse.Namespace) -> int:
         from regulator.host import answer_codes
 
         answer_codes.consume(ledger.layout, code_id, ledger.clock)
+    after = _may_proceed(done.obligation, ledger.layout, answered=True)
+    if _print_done(
+        args,
+        ledger.layout,
+        "answer",
+        obligation=done.obligation,
+        kind=done.kind,
+        disposition=done.disposition,
+        answer=done.answer,
+        next=_next(after),
+    ):
+        return 0
     line = f"{done.kind} answered by {v(args.by)} ({done.disposition}): {v(done.answer)}"
-    print(line + _may_proceed(done.obligation, ledger.layout, answered=True))
+    print(line + after)
     return 0
 
 

@@ -38,6 +38,10 @@ is exactly what `--help` prints. Conventions that hold for every command:
   - 130: interrupted. A closed stdout pipe exits 0, quietly.
 - `--flag value` and `--flag=value` both work; obligation ids may be a unique prefix.
 - Read commands take `--json` and then print JSON only, in the on-disk camelCase shapes.
+- The acts on an obligation (`answer`, `obligation ack|resolve|escalate`, `identity
+  accept|reject`) and `memory retract` take `--json` too: one object saying what was done
+  (docs/triage.md). A refusal with `--json` is what it is without: the `regulator: <message>`
+  line on stderr, its exit code, and nothing on stdout.
 """
 
 

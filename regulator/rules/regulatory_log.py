@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import msgspec
 
@@ -92,6 +92,22 @@ def answer_json(answer: Answer) -> dict[str, object]:
     if answer.answer is not None:
         out["answer"] = answer.answer
     return out
+
+
+class FoldedLog(Protocol):
+    """What a reader of the folded state asks of it: a ``RegulatoryLog``, or the same state
+    folded on another host and streamed here (the remote room's ``tui.remote.RemoteLog``)."""
+
+    @property
+    def obligations(self) -> dict[str, ObligationState]: ...
+    @property
+    def interactions(self) -> dict[str, InteractionState]: ...
+    @property
+    def lines(self) -> int: ...
+    def message(self, message_id: str) -> VsmMessage | None: ...
+    def unrouted_count(self) -> int: ...
+    def open_obligations(self, unit: str | None = None) -> list[ObligationState]: ...
+    def interaction_for(self, obligation_id: str) -> InteractionState | None: ...
 
 
 class RegulatoryLog:

@@ -43,7 +43,7 @@ from regulator.protocol.clock import iso, parse_iso
 from regulator.protocol.interaction import CONTINUES_WITHOUT_ANSWER
 from regulator.protocol.vocab import TERMINAL_STATUSES
 from regulator.rules.attention_budget import most_in_an_hour, session_of
-from regulator.rules.regulatory_log import RegulatoryLog
+from regulator.rules.regulatory_log import FoldedLog
 
 _AGE = re.compile(r"([1-9][0-9]{0,5})([hdw])")
 _UNIT = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}
@@ -223,7 +223,7 @@ def _parsed(text: str) -> datetime | None:
 
 
 def attention_report(
-    log: RegulatoryLog,
+    log: FoldedLog,
     now: datetime,
     *,
     since: timedelta | None = None,

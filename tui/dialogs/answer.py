@@ -16,12 +16,12 @@ from regulator.protocol.obligations import ObligationState
 from regulator.rules.answers import disposition_for_answer
 from regulator.rules.ledger import Actor
 
-from ..model import InstanceModel
+from ..model import AnswerAct, InstanceView
 from ..render import one_line, plain
 from .base import Done, ObligationDialog
 
 
-def _question_body(model: InstanceModel, obligation: ObligationState) -> ComposeResult:
+def _question_body(model: InstanceView, obligation: ObligationState) -> ComposeResult:
     redactor = model.redactor
     interaction = model.interaction(obligation.id)
     request = interaction.request if interaction is not None else None
@@ -63,7 +63,7 @@ class AnswerDialog(ObligationDialog):
     ]
 
     def __init__(
-        self, model: InstanceModel, obligation: ObligationState, person: str, actor: Actor
+        self, model: InstanceView, obligation: ObligationState, person: str, actor: Actor
     ) -> None:
         super().__init__(model, obligation, person, actor)
         interaction = model.interaction(obligation.id)
@@ -291,14 +291,7 @@ class AnswerDialog(ObligationDialog):
 
         def run() -> Done:
             done = self.model.acts.answer(
-                self.ledger,
-                policy,
-                self.obligation.id,
-                self.person,
-                self.actor,
-                text,
-                channel="tui",
-                note=note,
+                AnswerAct(self.obligation.id, self.person, self.actor, text, note=note)
             )
             return Done(
                 f"{done.kind} {self.obligation.id[:8]} answered by {self.person}"

@@ -23,10 +23,10 @@ from textual.widgets import Button, Label, Static
 from regulator.protocol.errors import RegulatorError, message_of
 from regulator.protocol.obligations import ObligationState
 from regulator.protocol.vocab import TERMINAL_STATUSES
-from regulator.rules.ledger import Actor, Ledger, definition_label
+from regulator.rules.ledger import Actor, definition_label
 
 from ..messages import Keep
-from ..model import InstanceModel
+from ..model import InstanceView
 from ..render import one_line
 from ..widgets.footer import RoomFooter
 
@@ -47,18 +47,14 @@ class ActDialog(ModalScreen[Done | None]):
     ]
     TITLE_TEXT = "Obligation"
 
-    def __init__(self, model: InstanceModel, person: str, actor: Actor) -> None:
+    def __init__(self, model: InstanceView, person: str, actor: Actor) -> None:
         super().__init__()
         self.model = model
         self.person = person
         # Provenance names the definition of the instance acted on, not the room's first one.
-        self.actor = replace(actor, definition=definition_label(model.definition.root))
+        self.actor = replace(actor, definition=definition_label(model.definition_root))
         self.redactor = model.redactor
         self.closed_elsewhere = False
-
-    @property
-    def ledger(self) -> Ledger:
-        return Ledger(self.model.layout, clock=self.model.clock)
 
     def title_text(self) -> str:
         return self.TITLE_TEXT
@@ -93,7 +89,7 @@ class ActDialog(ModalScreen[Done | None]):
     def clear_refusal(self) -> None:
         self.query_one("#refusal", Static).add_class("hidden")
 
-    def instance_changed(self, _model: InstanceModel) -> None:
+    def instance_changed(self, _model: InstanceView) -> None:
         """The room read a change of an instance (``RoomApp.on_folded``)."""
         self.obligation_changed()
 
@@ -142,7 +138,7 @@ class ObligationDialog(ActDialog):
     """A dialog on one obligation: its subject and unit in the title."""
 
     def __init__(
-        self, model: InstanceModel, obligation: ObligationState, person: str, actor: Actor
+        self, model: InstanceView, obligation: ObligationState, person: str, actor: Actor
     ) -> None:
         super().__init__(model, person, actor)
         self.obligation = obligation

@@ -14,6 +14,7 @@ from regulator.rules.authority import check_disposition_authority, owed_to_s5
 from regulator.rules.dispositions import addressee_refusal
 from regulator.views.words import CONSUMER_ROLE, DISPOSITION_MEANS
 
+from ..model import AckAct, EscalateAct, ResolveAct
 from ..render import plain
 from .base import Done, ObligationDialog
 
@@ -99,13 +100,13 @@ class ResolveDialog(ObligationDialog):
 
         def run() -> Done:
             self.model.acts.resolve(
-                self.ledger,
-                policy,
-                self.obligation.id,
-                self.person,
-                self.actor,
-                disposition=disposition,
-                rationale=rationale,
+                ResolveAct(
+                    self.obligation.id,
+                    self.person,
+                    self.actor,
+                    disposition=disposition,
+                    rationale=rationale,
+                )
             )
             return Done(
                 f"{self.obligation.id[:8]} resolved by {self.person} as {disposition}",
@@ -140,9 +141,7 @@ class AcknowledgeDialog(ObligationDialog):
         note = self.query_one("#note", Input).value.strip() or None
 
         def run() -> Done:
-            self.model.acts.acknowledge(
-                self.ledger, policy, self.obligation.id, self.person, self.actor, note
-            )
+            self.model.acts.acknowledge(AckAct(self.obligation.id, self.person, self.actor, note))
             return Done(
                 f"{self.obligation.id[:8]} acknowledged by {self.person}", self.obligation.id
             )
@@ -254,14 +253,14 @@ class EscalateDialog(ObligationDialog):
 
         def run() -> Done:
             result = self.model.acts.escalate(
-                self.ledger,
-                policy,
-                self.obligation.id,
-                self.person,
-                self.actor,
-                to=to,
-                rationale=rationale,
-                person=person,
+                EscalateAct(
+                    self.obligation.id,
+                    self.person,
+                    self.actor,
+                    to=to,
+                    rationale=rationale,
+                    person=person,
+                )
             )
             whom = f"{to} ({person})" if person is not None else to
             return Done(

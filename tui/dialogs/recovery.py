@@ -27,17 +27,17 @@ from regulator.rules.execution import contract_changes
 from regulator.rules.ledger import Actor
 from regulator.rules.recovery import RECOVERY_DECISION_CONCERN, waiting_on
 
-from ..model import InstanceModel
+from ..model import InstanceModel, InstanceView
 from ..render import one_line, plain
 from .base import ActDialog, Done, ObligationDialog
 
 
-def waits_on(model: InstanceModel, obligation: ObligationState) -> str | None:
+def waits_on(model: InstanceView, obligation: ObligationState) -> str | None:
     """The recovery action (``replan``, ``remediate``, …) this obligation holds its unit on."""
     if obligation.unit is None or obligation.concern != RECOVERY_DECISION_CONCERN:
         return None
-    if obligation.status in TERMINAL_STATUSES:
-        return None
+    if obligation.status in TERMINAL_STATUSES or not isinstance(model, InstanceModel):
+        return None  # a remote instance's decisions are not carried by its stream yet
     try:
         with model.lock:
             decisions = model.store.decisions(obligation.unit)
@@ -50,7 +50,7 @@ def waits_on(model: InstanceModel, obligation: ObligationState) -> str | None:
 
 
 def recovery_refusal(
-    model: InstanceModel,
+    model: InstanceView,
     obligation: ObligationState | None,
     person: str,
     actor: Actor,
@@ -135,7 +135,7 @@ class ReplanDialog(ActDialog):
 
     def __init__(
         self,
-        model: InstanceModel,
+        model: InstanceView,
         obligation: ObligationState | None,
         person: str,
         actor: Actor,
@@ -226,7 +226,7 @@ class RemediateDialog(ObligationDialog):
 
     def __init__(
         self,
-        model: InstanceModel,
+        model: InstanceView,
         obligation: ObligationState,
         person: str,
         actor: Actor,

@@ -23,7 +23,7 @@ from ..bindings import ACTS, MAIN
 from ..inbox_index import PRESETS
 from ..keys import RowKey, UnitKey
 from ..messages import Act, GoToWaiting, OpenObligation, OpenSelectedUnit, OpenUnit
-from ..model import InstanceModel
+from ..model import InstanceView
 from ..widgets.attention import AttentionView
 from ..widgets.banners import VetoBanner, WaitingBanner
 from ..widgets.footer import RoomFooter
@@ -52,7 +52,7 @@ class MainScreen(ActKeys, Screen[None]):
 
     def __init__(
         self,
-        models: list[InstanceModel],
+        models: list[InstanceView],
         clock: Clock,
         new: set[RowKey],
         *,

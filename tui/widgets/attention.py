@@ -19,13 +19,13 @@ from regulator.host.session_units import SESSION_TYPE
 from regulator.protocol.clock import Clock
 from regulator.views.attention import attention_report, render_attention
 
-from ..model import InstanceModel
+from ..model import InstanceView
 
 
 class AttentionView(VerticalScroll):
     version = reactive(0, init=False)
 
-    def __init__(self, models: list[InstanceModel], clock: Clock, **kw: Any) -> None:
+    def __init__(self, models: list[InstanceView], clock: Clock, **kw: Any) -> None:
         super().__init__(**kw)
         self.models = models
         self.clock = clock

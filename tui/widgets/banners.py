@@ -18,7 +18,7 @@ from textual.widget import Widget
 
 from regulator.host.reach import where_asked
 
-from ..model import InstanceModel
+from ..model import InstanceView
 from ..render import one_line, plain
 
 
@@ -29,7 +29,7 @@ class Banner(Widget):
     #: Bumped by the screen when any instance changed.
     version = reactive(0, init=False)
 
-    def __init__(self, models: list[InstanceModel], **kw: Any) -> None:
+    def __init__(self, models: list[InstanceView], **kw: Any) -> None:
         super().__init__(**kw)
         self.models = models
         self._text = Text()
@@ -88,7 +88,7 @@ class WaitingBanner(Banner):
     WaitingBanner { background: $warning 30%; }
     """
 
-    def __init__(self, models: list[InstanceModel], **kw: Any) -> None:
+    def __init__(self, models: list[InstanceView], **kw: Any) -> None:
         super().__init__(models, **kw)
         self._ticking: Timer | None = None
 

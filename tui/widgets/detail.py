@@ -15,7 +15,7 @@ from textual.widget import Widget
 from regulator.protocol.vocab import TERMINAL_STATUSES
 
 from ..keys import RowKey
-from ..model import SEVERITY_GLYPH, InstanceModel
+from ..model import SEVERITY_GLYPH, InstanceView
 from ..render import plain
 
 # How a question reached people, in words (the channel recorded on the request).
@@ -38,7 +38,7 @@ class ObligationDetail(Widget):
     version = reactive(0, layout=True)
     empty = reactive("Nothing here.", layout=True)
 
-    def __init__(self, models: list[InstanceModel], **kw: Any) -> None:
+    def __init__(self, models: list[InstanceView], **kw: Any) -> None:
         super().__init__(**kw)
         self.models = models
 

@@ -32,7 +32,7 @@ from regulator.protocol.vocab import TERMINAL_STATUSES
 
 from ..inbox_index import PRESETS, InboxIndex
 from ..keys import RowKey
-from ..model import SEVERITY_GLYPH, STATUS_GLYPH, Changes, InstanceModel, age
+from ..model import SEVERITY_GLYPH, STATUS_GLYPH, Changes, InstanceView, age
 from ..render import one_line, plain
 from .detail import ObligationDetail
 from .rowtable import Column, RowTable
@@ -138,7 +138,7 @@ class InboxView(Vertical):
             self.key = key
 
     def __init__(
-        self, models: list[InstanceModel], clock: Clock, new: set[RowKey], **kw: Any
+        self, models: list[InstanceView], clock: Clock, new: set[RowKey], **kw: Any
     ) -> None:
         super().__init__(**kw)
         self.models = models

@@ -20,7 +20,7 @@ from textual.widget import Widget
 from regulator.protocol.clock import Clock, iso
 
 from ..keys import UnitKey
-from ..model import SEVERITY_GLYPH, InstanceModel, age
+from ..model import SEVERITY_GLYPH, InstanceView, age
 from ..render import one_line, plain
 from .rowtable import Column, RowTable
 
@@ -28,7 +28,7 @@ from .rowtable import Column, RowTable
 class InstancesTable(RowTable[int]):
     EMPTY = "no instance"
 
-    def __init__(self, models: list[InstanceModel], clock: Clock, **kw: Any) -> None:
+    def __init__(self, models: list[InstanceView], clock: Clock, **kw: Any) -> None:
         super().__init__(
             [
                 Column("instance", 16),
@@ -87,7 +87,7 @@ class InstancesTable(RowTable[int]):
 class UnitsTable(RowTable[UnitKey]):
     EMPTY = "no units"
 
-    def __init__(self, models: list[InstanceModel], **kw: Any) -> None:
+    def __init__(self, models: list[InstanceView], **kw: Any) -> None:
         super().__init__(
             [
                 Column("status", 10),
@@ -149,7 +149,7 @@ class InstanceExtra(Widget):
     InstanceExtra { height: auto; max-height: 6; padding: 0 1; }
     """
 
-    def __init__(self, models: list[InstanceModel], clock: Clock, **kw: Any) -> None:
+    def __init__(self, models: list[InstanceView], clock: Clock, **kw: Any) -> None:
         super().__init__(**kw)
         self.models = models
         self.clock = clock
@@ -178,7 +178,7 @@ class InstanceExtra(Widget):
             plain(
                 "; ".join(
                     f"{s.entry.subject}: {s.entry.note} (review by {s.entry.review_by[:10]})"
-                    for s in model.memory.current()
+                    for s in model.current_memory()
                 )
                 or "nothing current",
                 model.redactor,
@@ -210,7 +210,7 @@ class InstancesView(Vertical):
 
     version = reactive(0, init=False)
 
-    def __init__(self, models: list[InstanceModel], clock: Clock, **kw: Any) -> None:
+    def __init__(self, models: list[InstanceView], clock: Clock, **kw: Any) -> None:
         super().__init__(**kw)
         self.models = models
         self.clock = clock
