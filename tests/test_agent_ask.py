@@ -22,7 +22,7 @@ from regulator.host.presence import PresenceFile
 from regulator.rules.regulatory_log import RegulatoryLog
 from regulator.store import Layout
 
-from .conftest import run_cli
+from .conftest import cli
 
 RECORDED = Path(__file__).parent / "agents" / "claude_code"
 
@@ -80,7 +80,7 @@ def open_question(root: Path, deadline_s: float = 60) -> Any:
 
 def answer(root: Path, oid: str, text: str, note: str | None = None) -> None:
     extra = ["--note", note] if note else []
-    done = run_cli("answer", oid[:8], "--by", "alice", "--answer", text, *extra, cwd=root)
+    done = cli("answer", oid[:8], "--by", "alice", "--answer", text, *extra, cwd=root)
     assert done.returncode == 0, done.stderr
 
 
@@ -240,10 +240,10 @@ def test_a_session_that_ended_owing_a_question_closes_once_it_is_answered(
     log = RegulatoryLog(Layout(instance))
     log.refresh()
     (owed,) = [o for o in log.open_obligations() if o.concern == "interaction"]
-    again = run_cli("session", "end", owed.unit or "", cwd=instance)
+    again = cli("session", "end", owed.unit or "", cwd=instance)
     assert again.stdout.strip().endswith("blocked")  # still owed: nothing changes
     answer(instance, owed.id, "no", note="not today")
-    done = run_cli("session", "end", owed.unit or "", cwd=instance)
+    done = cli("session", "end", owed.unit or "", cwd=instance)
     assert done.returncode == 0 and done.stdout.strip().endswith("closed")
 
 
