@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
@@ -58,6 +59,16 @@ def pytest_report_header() -> list[str]:
             "suite from a terminal of your own"
         )
     return lines
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """``room`` on every test that runs the control room: all of tests/test_room*.py, and any
+    test that takes a snapshot; so ``-m "not slow and not room"`` is the fast inner loop."""
+    for item in items:
+        if item.path.name.startswith("test_room") or "snap_compare" in getattr(
+            item, "fixturenames", ()
+        ):
+            item.add_marker(pytest.mark.room)
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -121,6 +132,9 @@ def cli(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProc
     """
     from regulator.cli.main import main
 
+    # Its cwd, streams and signals are the process's: another thread (a person answering from
+    # "another terminal" while the test drives an agent) runs the real process, `run_cli`.
+    assert threading.current_thread() is threading.main_thread(), "cli() off the main thread"
     encoding, out_errors, err_errors = _child_streams()
     handled = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGALRM)
     handlers = {sig: signal.getsignal(sig) for sig in handled}

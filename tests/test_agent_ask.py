@@ -22,7 +22,7 @@ from regulator.host.presence import PresenceFile
 from regulator.rules.regulatory_log import RegulatoryLog
 from regulator.store import Layout
 
-from .conftest import cli
+from .conftest import cli, run_cli
 
 RECORDED = Path(__file__).parent / "agents" / "claude_code"
 
@@ -80,7 +80,7 @@ def open_question(root: Path, deadline_s: float = 60) -> Any:
 
 def answer(root: Path, oid: str, text: str, note: str | None = None) -> None:
     extra = ["--note", note] if note else []
-    done = cli("answer", oid[:8], "--by", "alice", "--answer", text, *extra, cwd=root)
+    done = run_cli("answer", oid[:8], "--by", "alice", "--answer", text, *extra, cwd=root)
     assert done.returncode == 0, done.stderr
 
 

@@ -474,6 +474,7 @@ def test_a_second_definition_is_recorded_beside_the_act_it_allowed(
 # --- the room ---------------------------------------------------------------------------------
 
 
+@pytest.mark.room
 @pytest.mark.asyncio
 async def test_the_room_refuses_bob_escalating_an_s5_obligation_down_and_writes_nothing(
     instance: Path,

@@ -343,6 +343,7 @@ async def _act_in_room(root: Path, env: dict[str, str], keys: list[str]) -> tupl
     return topbar, said
 
 
+@pytest.mark.room
 @pytest.mark.asyncio
 async def test_a_room_started_inside_an_agent_shows_its_data_but_refuses_to_act(
     demo: Path,
@@ -360,6 +361,7 @@ async def test_a_room_started_inside_an_agent_shows_its_data_but_refuses_to_act(
     assert every_file(demo) == before
 
 
+@pytest.mark.room
 @pytest.mark.asyncio
 @pytest.mark.skipif(os.getppid() <= 1, reason="this process's parent is init: none to register")
 async def test_a_room_under_a_registered_agent_process_refuses_to_act(demo: Path) -> None:
