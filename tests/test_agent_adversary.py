@@ -25,7 +25,7 @@ from regulator.rules.regulatory_log import RegulatoryLog
 from regulator.store import Layout
 
 from .agent_fixture import as_agent_of
-from .conftest import git, run_cli
+from .conftest import cli, git, run_cli
 from .test_agent_ask import open_question, someone_present, start
 from .test_loop import MODELS, contract_with
 
@@ -149,7 +149,7 @@ def test_killing_the_process_that_waits_for_an_answer_leaves_the_pause(
         if how == signal.SIGTERM:
             # The question stays owed; answering it does not lift this attempt's pause either
             # (a new one is asked only by a new session), but it is what a person sees.
-            answered = run_cli(
+            answered = cli(
                 "answer", question.id[:8], "--by", "alice", "--answer", "no", cwd=instance
             )
             assert answered.returncode == 0, answered.stderr
@@ -251,7 +251,7 @@ def test_control_characters_in_a_persons_note_reach_the_agent_as_text(
     )
     question = open_question(instance)
     note = "fine\x1b]52;c;cm0gLXJmIH4=\x07 \u202eevil"
-    answered = run_cli(
+    answered = cli(
         "answer", question.id[:8], "--by", "alice", "--answer", "yes", "--note", note, cwd=instance
     )
     assert answered.returncode == 0, answered.stderr
@@ -267,7 +267,7 @@ def test_a_report_for_another_attempt_is_refused_and_the_unit_does_not_close_on_
 ) -> None:
     """A loop-driven agent paused on its consent writes a report as "attempt 2", commits, and
     the person then answers no: the next attempt does not close the unit on that report."""
-    run = run_cli("init", "--by", "alice", cwd=repo)
+    run = cli("init", "--by", "alice", cwd=repo)
     assert run.returncode == 0, run.stderr
     report = {
         "summary": "done",
@@ -310,7 +310,7 @@ def test_a_report_for_another_attempt_is_refused_and_the_unit_does_not_close_on_
     unit_dir = repo / ".regulator" / "units" / "release"
     assert not list(unit_dir.glob("report.*"))
     question = open_question(repo)
-    answered = run_cli("answer", question.id[:8], "--by", "alice", "--answer", "no", cwd=repo)
+    answered = cli("answer", question.id[:8], "--by", "alice", "--answer", "no", cwd=repo)
     assert answered.returncode == 0, answered.stderr
     # The next attempt's agent does nothing: nothing closes the unit on the old attempt's work.
     agent.write_text("#!/bin/sh\nexit 0\n")

@@ -22,7 +22,7 @@ from regulator.host.presence import PresenceFile
 from regulator.rules.regulatory_log import RegulatoryLog
 from regulator.store import Layout
 
-from .conftest import run_cli
+from .conftest import cli, run_cli
 
 RECORDED = Path(__file__).parent / "agents" / "claude_code"
 
@@ -240,10 +240,10 @@ def test_a_session_that_ended_owing_a_question_closes_once_it_is_answered(
     log = RegulatoryLog(Layout(instance))
     log.refresh()
     (owed,) = [o for o in log.open_obligations() if o.concern == "interaction"]
-    again = run_cli("session", "end", owed.unit or "", cwd=instance)
+    again = cli("session", "end", owed.unit or "", cwd=instance)
     assert again.stdout.strip().endswith("blocked")  # still owed: nothing changes
     answer(instance, owed.id, "no", note="not today")
-    done = run_cli("session", "end", owed.unit or "", cwd=instance)
+    done = cli("session", "end", owed.unit or "", cwd=instance)
     assert done.returncode == 0 and done.stdout.strip().endswith("closed")
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from regulator.host.agent_install import HOOK_FAILS_CLOSED, HOOK_MATCHER
 
-from .conftest import run_cli
+from .conftest import cli, run_cli
 
 AGENTS = Path(__file__).parent / "agents" / "claude_code"
 PROGRAM = [sys.executable, "-P", "-m", "regulator"]
@@ -83,8 +83,8 @@ def test_the_hook_sees_every_tool_but_those_that_only_read_and_regulators_own() 
 
 
 def test_every_command_is_absolute_the_interpreter_that_ran_the_install(instance: Path) -> None:
-    assert run_cli("agent", "install", "claude-code", cwd=instance).returncode == 0
-    assert run_cli("agent", "install", "codex", cwd=instance).returncode == 0
+    assert cli("agent", "install", "claude-code", cwd=instance).returncode == 0
+    assert cli("agent", "install", "codex", cwd=instance).returncode == 0
     server = json.loads((instance / ".mcp.json").read_text())["mcpServers"]["regulator"]
     assert Path(server["command"]).is_absolute() and server["command"] == sys.executable
     codex = tomllib.loads((instance / ".codex" / "config.toml").read_text())
@@ -95,7 +95,7 @@ def test_every_command_is_absolute_the_interpreter_that_ran_the_install(instance
 
 
 def test_the_installed_hook_answers_a_read(instance: Path) -> None:
-    assert run_cli("agent", "install", "claude-code", cwd=instance).returncode == 0
+    assert cli("agent", "install", "claude-code", cwd=instance).returncode == 0
     (command,) = hook_commands(instance, "PreToolUse")
     done = run_hook(instance, command, "pre_tool_use_read")
     assert done.returncode == 0, done.stderr
@@ -110,7 +110,7 @@ def test_a_hook_whose_interpreter_is_gone_blocks_the_call_with_exit_2(
     venv.mkdir(parents=True)
     (venv / "python3").symlink_to(sys.executable)
     given = f"{venv / 'python3'} -P -m regulator"
-    done = run_cli("agent", "install", "claude-code", "--command", given, cwd=instance)
+    done = cli("agent", "install", "claude-code", "--command", given, cwd=instance)
     assert done.returncode == 0, done.stderr
     (venv / "python3").unlink()
     (command,) = hook_commands(instance, "PreToolUse")
@@ -125,7 +125,7 @@ def test_a_hook_whose_interpreter_is_gone_blocks_the_call_with_exit_2(
 def test_a_hook_that_cannot_import_regulator_blocks_the_call_with_exit_2(
     instance: Path, tmp_path: Path
 ) -> None:
-    assert run_cli("agent", "install", "claude-code", cwd=instance).returncode == 0
+    assert cli("agent", "install", "claude-code", cwd=instance).returncode == 0
     broken = tmp_path / "broken" / "regulator"
     broken.mkdir(parents=True)
     (broken / "__init__.py").write_text("raise ImportError('a half-upgraded install')\n")
@@ -140,7 +140,7 @@ def test_a_hook_that_cannot_import_regulator_blocks_the_call_with_exit_2(
 def test_a_regulator_package_the_agent_writes_in_the_repository_is_not_what_runs(
     instance: Path,
 ) -> None:
-    assert run_cli("agent", "install", "claude-code", cwd=instance).returncode == 0
+    assert cli("agent", "install", "claude-code", cwd=instance).returncode == 0
     # `python -m regulator` from the repository would import ./regulator first, without -P.
     planted = instance / "regulator"
     allow = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}
@@ -161,7 +161,7 @@ def test_claude_code_is_granted_regulators_tools_and_the_server_approved(instanc
     local = {"enabledMcpjsonServers": ["other"], "model": "opus"}
     (instance / ".claude" / "settings.local.json").write_text(json.dumps(local))
     for _ in range(2):
-        assert run_cli("agent", "install", "claude-code", cwd=instance).returncode == 0
+        assert cli("agent", "install", "claude-code", cwd=instance).returncode == 0
     found = settings(instance)["permissions"]
     assert found == {"allow": ["Bash(npm test)", "mcp__regulator"], "deny": ["WebFetch"]}
     # The local file holds the grant too: Claude Code honours settings.json's permissions only
@@ -177,7 +177,7 @@ def test_a_server_the_person_disabled_is_refused_not_enabled(instance: Path) -> 
     (instance / ".claude").mkdir()
     local = instance / ".claude" / "settings.local.json"
     local.write_text(json.dumps({"disabledMcpjsonServers": ["regulator"]}))
-    done = run_cli("agent", "install", "claude-code", cwd=instance)
+    done = cli("agent", "install", "claude-code", cwd=instance)
     assert done.returncode == 1
     assert "settings.local.json: disabledMcpjsonServers names regulator" in done.stderr
     assert not (instance / ".mcp.json").exists()
@@ -197,13 +197,13 @@ def test_what_is_already_there_is_kept_and_a_second_install_changes_nothing(
         },
     }
     (instance / ".claude" / "settings.json").write_text(json.dumps(theirs))
-    assert run_cli("agent", "install", "claude-code", cwd=instance).returncode == 0
+    assert cli("agent", "install", "claude-code", cwd=instance).returncode == 0
     mcp = json.loads((instance / ".mcp.json").read_text())
     assert set(mcp["mcpServers"]) == {"other", "regulator"}
     assert settings(instance)["permissions"]["allow"][0] == "Bash(npm test)"
     assert hook_commands(instance, "PreToolUse") == ["lint-it", HOOK]
     before = {p: p.read_bytes() for p in (instance / ".claude").iterdir()}
-    again = run_cli("agent", "install", "claude-code", cwd=instance)
+    again = cli("agent", "install", "claude-code", cwd=instance)
     assert again.stdout.count("unchanged") == 3
     assert {p: p.read_bytes() for p in (instance / ".claude").iterdir()} == before
 
@@ -233,7 +233,7 @@ def test_an_older_install_is_upgraded_in_place_and_a_foreign_hook_kept(instance:
         },
     }
     (instance / ".claude" / "settings.json").write_text(json.dumps(old))
-    done = run_cli("agent", "install", "claude-code", cwd=instance)
+    done = cli("agent", "install", "claude-code", cwd=instance)
     assert done.returncode == 0, done.stderr
     assert "replaced regulator's older hook `regulator hook claude-code`" in done.stdout
     assert "replaced regulator's older server command `regulator mcp`" in done.stdout
@@ -259,7 +259,7 @@ def test_an_older_install_is_upgraded_in_place_and_a_foreign_hook_kept(instance:
 def test_an_older_installs_matcher_and_post_tool_hook_are_upgraded(instance: Path) -> None:
     """What `agent install` wrote before the pause held for every tool: its matcher is
     replaced, its PostToolUse hook removed (the event with it, nothing else being there)."""
-    assert run_cli("agent", "install", "claude-code", cwd=instance).returncode == 0
+    assert cli("agent", "install", "claude-code", cwd=instance).returncode == 0
     path = instance / ".claude" / "settings.json"
     current = json.loads(path.read_text())
     older = json.loads(path.read_text())
@@ -271,7 +271,7 @@ def test_an_older_installs_matcher_and_post_tool_hook_are_upgraded(instance: Pat
         }
     ]
     path.write_text(json.dumps(older, indent=2) + "\n")
-    done = run_cli("agent", "install", "claude-code", cwd=instance)
+    done = cli("agent", "install", "claude-code", cwd=instance)
     assert done.returncode == 0, done.stderr
     assert (
         "replaced regulator's older matcher `Bash|Write|Edit|MultiEdit|NotebookEdit|WebFetch` "
@@ -282,7 +282,7 @@ def test_an_older_installs_matcher_and_post_tool_hook_are_upgraded(instance: Pat
     mine = json.loads(path.read_text())
     mine["hooks"]["PreToolUse"][0]["matcher"] = "Bash|Write"
     path.write_text(json.dumps(mine, indent=2) + "\n")
-    assert run_cli("agent", "install", "claude-code", cwd=instance).returncode == 0
+    assert cli("agent", "install", "claude-code", cwd=instance).returncode == 0
     assert settings(instance)["hooks"]["PreToolUse"][0]["matcher"] == "Bash|Write"
 
 
@@ -291,7 +291,7 @@ def test_a_regulator_entry_written_by_hand_is_refused_and_nothing_is_written(
 ) -> None:
     mine = {"mcpServers": {"regulator": {"command": "regulator", "args": ["mcp"], "env": {}}}}
     (instance / ".mcp.json").write_text(json.dumps(mine))
-    done = run_cli("agent", "install", "claude-code", cwd=instance)
+    done = cli("agent", "install", "claude-code", cwd=instance)
     assert done.returncode == 1
     assert done.stderr.startswith("regulator: ") and ".mcp.json" in done.stderr
     assert json.loads((instance / ".mcp.json").read_text()) == mine
@@ -310,7 +310,7 @@ def test_a_regulator_entry_written_by_hand_is_refused_and_nothing_is_written(
 def test_a_command_that_depends_on_path_or_the_directory_is_refused(
     instance: Path, given: str, says: str
 ) -> None:
-    done = run_cli("agent", "install", "claude-code", "--command", given, cwd=instance)
+    done = cli("agent", "install", "claude-code", "--command", given, cwd=instance)
     assert done.returncode == 1
     assert says in done.stderr and "--command" in done.stderr
     assert not (instance / ".mcp.json").exists() and not (instance / ".claude").exists()
@@ -325,7 +325,7 @@ def test_an_absolute_command_is_used_as_given_quoted_for_the_shell(
     where.chmod(0o755)
     # --command takes shell words: a path with a space is quoted.
     given = shlex.quote(str(where))
-    done = run_cli("agent", "install", "claude-code", "--command", given, cwd=instance)
+    done = cli("agent", "install", "claude-code", "--command", given, cwd=instance)
     assert done.returncode == 0, done.stderr
     server = json.loads((instance / ".mcp.json").read_text())["mcpServers"]["regulator"]
     assert server == {"command": str(where), "args": ["mcp"]}
@@ -357,7 +357,7 @@ def test_json_that_would_not_round_trip_is_refused_naming_file_line_and_key(
     (instance / ".claude").mkdir()
     path = instance / ".claude" / "settings.json"
     path.write_text(text)
-    done = run_cli("agent", "install", "claude-code", cwd=instance)
+    done = cli("agent", "install", "claude-code", cwd=instance)
     assert done.returncode == 1, done.stdout
     (line,) = done.stderr.splitlines()
     assert line.startswith(f"regulator: {path}{says}"), line
@@ -373,7 +373,7 @@ def test_a_symlinked_settings_file_is_refused_and_its_target_untouched(
     target.write_text("{}\n")
     (instance / ".claude").mkdir()
     (instance / ".claude" / "settings.json").symlink_to(target)
-    done = run_cli("agent", "install", "claude-code", cwd=instance)
+    done = cli("agent", "install", "claude-code", cwd=instance)
     assert done.returncode == 1
     assert done.stderr == (
         f"regulator: {instance / '.claude' / 'settings.json'}: is a symlink; regulator never "
@@ -392,7 +392,7 @@ def test_no_symlink_is_followed_a_dangling_one_neither(
     if "/" in link:
         (instance / link).parent.mkdir()
     (instance / link).symlink_to(away)
-    done = run_cli("agent", "install", agent, cwd=instance)
+    done = cli("agent", "install", agent, cwd=instance)
     assert done.returncode == 1
     assert f"{instance / link}: is a symlink" in done.stderr
     assert not os.path.lexists(away)
@@ -406,7 +406,7 @@ def test_a_file_is_replaced_by_rename_keeping_its_mode(instance: Path, tmp_path:
     path.chmod(0o600)
     # A hard link still sees the old text when the file is replaced, not rewritten in place.
     os.link(path, tmp_path / "old-inode")
-    assert run_cli("agent", "install", "claude-code", cwd=instance).returncode == 0
+    assert cli("agent", "install", "claude-code", cwd=instance).returncode == 0
     assert (tmp_path / "old-inode").read_text() == '{"model": "opus"}\n'
     assert settings(instance)["model"] == "opus"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
@@ -417,7 +417,7 @@ def test_a_file_is_replaced_by_rename_keeping_its_mode(instance: Path, tmp_path:
 
 
 def test_dry_run_shows_the_change_and_writes_nothing(instance: Path) -> None:
-    done = run_cli("agent", "install", "codex", "--dry-run", cwd=instance)
+    done = cli("agent", "install", "codex", "--dry-run", cwd=instance)
     assert done.returncode == 0
     assert "+[mcp_servers.regulator]" in done.stdout
     assert not (instance / ".codex").exists()
@@ -426,7 +426,7 @@ def test_dry_run_shows_the_change_and_writes_nothing(instance: Path) -> None:
 def test_codex_config_keeps_its_comments_and_gains_the_server(instance: Path) -> None:
     (instance / ".codex").mkdir()
     (instance / ".codex" / "config.toml").write_text('# my settings\nmodel = "o4"\n')
-    assert run_cli("agent", "install", "codex", cwd=instance).returncode == 0
+    assert cli("agent", "install", "codex", cwd=instance).returncode == 0
     text = (instance / ".codex" / "config.toml").read_text()
     assert text.startswith('# my settings\nmodel = "o4"\n')
     server = tomllib.loads(text)["mcp_servers"]["regulator"]
@@ -439,7 +439,7 @@ def test_codex_config_keeps_its_comments_and_gains_the_server(instance: Path) ->
         "default_tools_approval_mode": "approve",
         "required": True,
     }
-    again = run_cli("agent", "install", "codex", cwd=instance)
+    again = cli("agent", "install", "codex", cwd=instance)
     assert "unchanged" in again.stdout
 
 
@@ -461,7 +461,7 @@ def test_an_older_codex_table_is_upgraded_and_the_rest_of_the_file_kept(instance
     (instance / ".codex").mkdir()
     path = instance / ".codex" / "config.toml"
     path.write_text(OLD_CODEX)
-    done = run_cli("agent", "install", "codex", cwd=instance)
+    done = cli("agent", "install", "codex", cwd=instance)
     assert done.returncode == 0, done.stderr
     assert "replaced regulator's older server command `regulator mcp`" in done.stdout
     text = path.read_text()
@@ -479,7 +479,7 @@ def test_a_codex_table_of_regulators_with_a_comment_inside_is_refused(instance: 
     path = instance / ".codex" / "config.toml"
     text = OLD_CODEX.replace('args = ["mcp"]\n', '# keep this\nargs = ["mcp"]\n')
     path.write_text(text)
-    done = run_cli("agent", "install", "codex", cwd=instance)
+    done = cli("agent", "install", "codex", cwd=instance)
     assert done.returncode == 1
     assert "written by hand" in done.stderr
     assert path.read_text() == text

@@ -31,7 +31,7 @@ import pytest
 from regulator.rules.regulatory_log import RegulatoryLog
 from regulator.store import Layout
 
-from .conftest import git, run_cli
+from .conftest import cli, git
 
 # --------------------------------------------------------------------------------------------
 # The people's phones, the server, the asking process
@@ -204,7 +204,7 @@ def make_instance(root: Path, port: int, extra_alice: str = "") -> Path:
     (policies / "interaction.yaml").write_text(policy(port, extra_alice))
     git(root, "add", ".")
     git(root, "commit", "--quiet", "-m", "people")
-    done = run_cli("init", "--by", "alice", cwd=root)
+    done = cli("init", "--by", "alice", cwd=root)
     assert done.returncode == 0, done.stderr
     return root
 

@@ -20,7 +20,7 @@ from regulator.rules.ledger import Actor, Ledger
 from regulator.rules.regulatory_log import RegulatoryLog
 from regulator.store import Layout
 
-from .conftest import run_cli
+from .conftest import cli
 
 POLICY = load_definition(None).interaction
 ACTOR = Actor("cli", os_user())
@@ -191,7 +191,7 @@ def test_a_choice_answered_by_number_records_the_option_itself(instance: Path) -
 
 def test_answer_verified_on_a_uat_is_recorded_verified_from_the_cli(instance: Path) -> None:
     oid = ask_one(instance, "uat")
-    result = run_cli("answer", oid[:8], "--by", "alice", "--answer", "verified", cwd=instance)
+    result = cli("answer", oid[:8], "--by", "alice", "--answer", "verified", cwd=instance)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("uat answered by alice (verified): verified")
     assert recorded(instance, oid)[0].disposition == "verified"
@@ -202,7 +202,7 @@ def test_answer_looks_fine_on_a_uat_is_refused_in_one_line_listing_the_words(
 ) -> None:
     oid = ask_one(instance, "uat")
     before = snapshot(instance)
-    result = run_cli("answer", oid[:8], "--by", "alice", "--answer", "looks fine", cwd=instance)
+    result = cli("answer", oid[:8], "--by", "alice", "--answer", "looks fine", cwd=instance)
     assert result.returncode == 1 and result.stdout == ""
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("regulator: a uat is answered yes or no")
@@ -215,12 +215,12 @@ def test_answer_no_with_a_note_from_the_cli_is_rejected_and_keeps_the_reason(
     instance: Path,
 ) -> None:
     oid = ask_one(instance, "consent")
-    result = run_cli(
+    result = cli(
         "answer", oid, "--by", "alice", "--answer", "no", "--note", "tag after QA", cwd=instance
     )
     assert result.returncode == 0, result.stderr
     assert "(rejected): no — tag after QA" in result.stdout
-    listed = json.loads(run_cli("obligations", "--all", "--json", cwd=instance).stdout)
+    listed = json.loads(cli("obligations", "--all", "--json", cwd=instance).stdout)
     assert next(o for o in listed if o["id"] == oid)["rationale"] == "no — tag after QA"
 
 
@@ -229,15 +229,15 @@ def test_a_choice_answered_by_an_ambiguous_prefix_from_the_cli_writes_nothing(
 ) -> None:
     oid = ask_one(instance, "choice", options=["staging", "sandbox", "production"])
     before = snapshot(instance)
-    result = run_cli("answer", oid[:8], "--by", "alice", "--answer", "s", cwd=instance)
+    result = cli("answer", oid[:8], "--by", "alice", "--answer", "s", cwd=instance)
     assert result.returncode == 1 and '"s" could be staging | sandbox' in result.stderr
     assert snapshot(instance) == before
-    ok = run_cli("answer", oid[:8], "--by", "alice", "--answer", "3", cwd=instance)
+    ok = cli("answer", oid[:8], "--by", "alice", "--answer", "3", cwd=instance)
     assert ok.returncode == 0 and "(fixed): production" in ok.stdout
 
 
 def test_answer_help_lists_every_accepted_word(tmp_path: Path) -> None:
-    result = run_cli("answer", "--help", cwd=tmp_path)
+    result = cli("answer", "--help", cwd=tmp_path)
     assert result.returncode == 0
     words = {w.strip(",") for w in result.stdout.split()}
     for kind in ("consent", "uat"):
@@ -276,7 +276,7 @@ def test_a_lookalike_of_a_listed_word_is_neither_a_yes_nor_a_no(kind: str, said:
 def test_a_lookalike_yes_from_the_cli_is_refused_and_writes_nothing(instance: Path) -> None:
     oid = ask_one(instance, "consent")
     before = snapshot(instance)
-    result = run_cli("answer", oid[:8], "--by", "alice", "--answer", "yeſ", cwd=instance)
+    result = cli("answer", oid[:8], "--by", "alice", "--answer", "yeſ", cwd=instance)
     assert result.returncode == 1 and result.stdout == ""
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and '"yeſ" is neither' in lines[0], result.stderr

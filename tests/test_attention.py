@@ -23,7 +23,7 @@ from regulator.views.attention import (
     render_attention,
 )
 
-from .conftest import run_cli
+from .conftest import cli, run_cli
 
 # A Monday: ISO week 2026-W10.
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -273,7 +273,7 @@ def test_attention_cli_prints_the_figures_as_json_and_text(instance: Path) -> No
         "timeToAnswer": {"answered": 3, "medianMs": 600_000, "p90Ms": 1_560_000},
     }
 
-    text = run_cli("attention", "--since", "all", "--person", "bob", cwd=instance)
+    text = cli("attention", "--since", "all", "--person", "bob", cwd=instance)
     assert text.returncode == 0, text.stderr
     lines = text.stdout.splitlines()
     assert lines[0] == "attention spent over the whole log (time to answer: bob's answers only)"
@@ -285,12 +285,12 @@ def test_attention_cli_prints_the_figures_as_json_and_text(instance: Path) -> No
     assert "  bob  1 answered  median 2m 00s, p90 2m 00s" in lines
 
     # The default window is a week: the questions four weeks ago are outside it.
-    recent = json.loads(run_cli("attention", "--json", cwd=instance).stdout)
+    recent = json.loads(cli("attention", "--json", cwd=instance).stdout)
     assert recent["asked"] == 0
 
 
 def test_attention_cli_refuses_a_bad_since_with_usage(instance: Path) -> None:
-    result = run_cli("attention", "--since", "soon", cwd=instance)
+    result = cli("attention", "--since", "soon", cwd=instance)
     assert result.returncode == 2
     assert result.stderr.startswith("usage: regulator attention")
     assert 'regulator: --since "soon" is not an age' in result.stderr

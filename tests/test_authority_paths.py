@@ -21,7 +21,7 @@ from regulator.rules.authority import owed_to_s5, process_os_user
 from regulator.rules.ledger import Actor, Ledger, LedgerError
 from regulator.store import Layout
 
-from .conftest import run_cli
+from .conftest import cli
 
 POLICY = load_definition(None).interaction
 ACTOR = Actor(via="cli", os_user=process_os_user())
@@ -59,14 +59,14 @@ def open_s5(root: Path) -> str:
 
 
 def status(root: Path, oid: str) -> dict[str, Any]:
-    listed = json.loads(run_cli("obligations", "--all", "--json", cwd=root).stdout)
+    listed = json.loads(cli("obligations", "--all", "--json", cwd=root).stdout)
     return next(o for o in listed if o["id"] == oid)
 
 
 def refused(root: Path, *args: str) -> str:
     """Run a command that must be refused: exit 1, one line, nothing written."""
     before = snapshot(root)
-    result = run_cli(*args, cwd=root)
+    result = cli(*args, cwd=root)
     assert result.returncode == 1, result.stdout + result.stderr
     assert snapshot(root) == before
     lines = result.stderr.strip().splitlines()
@@ -125,7 +125,7 @@ def test_escalating_away_from_s5_to_any_other_consumer_needs_act_as_s5(
 
 def test_bobs_escalation_within_s5_leaves_the_successor_s5s_to_decide(instance: Path) -> None:
     oid = open_s5(instance)
-    out = run_cli(
+    out = cli(
         "obligation", "escalate", oid, "--by", "bob", "--to", "S5", "--rationale", "r", cwd=instance
     )
     assert out.returncode == 0, out.stderr
@@ -149,7 +149,7 @@ def test_what_a_person_who_may_act_as_s5_hands_to_a_human_a_human_may_decide(
     instance: Path,
 ) -> None:
     oid = open_s5(instance)
-    out = run_cli(
+    out = cli(
         "obligation",
         "escalate",
         oid,
@@ -163,7 +163,7 @@ def test_what_a_person_who_may_act_as_s5_hands_to_a_human_a_human_may_decide(
     )
     assert out.returncode == 0, out.stderr
     successor = status(instance, oid)["successor"]
-    resolved = run_cli(
+    resolved = cli(
         "obligation", "resolve", successor, "--by", "bob", "--disposition", "accepted",
         "--rationale", "ok", cwd=instance,
     )  # fmt: skip
@@ -205,7 +205,7 @@ def test_a_successor_laundered_away_from_s5_by_a_non_s5_person_stays_s5s_to_deci
             "regulator: bob may not act as S5 (interaction v1)"
         )
     # Handing it back to S5 is allowed, and alice decides it.
-    ok = run_cli(
+    ok = cli(
         "obligation", "resolve", successor, "--by", "alice", "--disposition", "accepted",
         "--rationale", "S5 agrees", cwd=instance,
     )  # fmt: skip
@@ -263,7 +263,7 @@ def test_an_answer_to_a_question_that_took_over_from_s5_needs_act_as_s5(instance
     oid = ask_owed_to_s5(instance)
     line = refused(instance, "answer", oid[:8], "--by", "bob", "--answer", "the red one")
     assert line == "regulator: bob may not act as S5 (interaction v1)"
-    ok = run_cli("answer", oid[:8], "--by", "alice", "--answer", "the red one", cwd=instance)
+    ok = cli("answer", oid[:8], "--by", "alice", "--answer", "the red one", cwd=instance)
     assert ok.returncode == 0, ok.stderr
 
 
@@ -359,7 +359,7 @@ def test_an_ack_line_after_a_resolution_does_not_reopen_the_obligation_in_the_fo
         assert state.status == how
         assert state.acknowledged_by == ["bob"]
     assert not {o.id for o in log.open_obligations()} & set(closed.values())
-    listed = json.loads(run_cli("obligations", "--json", cwd=instance).stdout)
+    listed = json.loads(cli("obligations", "--json", cwd=instance).stdout)
     assert not {o["id"] for o in listed} & set(closed.values())
 
 
@@ -462,7 +462,7 @@ def test_a_second_definition_is_recorded_beside_the_act_it_allowed(
     (mine / "policies").mkdir(parents=True)
     (mine / "policies" / "interaction.yaml").write_text(SHIPPED_INTERACTION)
     oid = open_one(instance, severity="advisory")
-    done = run_cli(
+    done = cli(
         "obligation", "resolve", oid, "--by", "alice", "--disposition", "accepted",
         "--rationale", "r", "--definition", str(mine), cwd=instance,
     )  # fmt: skip
@@ -474,6 +474,7 @@ def test_a_second_definition_is_recorded_beside_the_act_it_allowed(
 # --- the room ---------------------------------------------------------------------------------
 
 
+@pytest.mark.room
 @pytest.mark.asyncio
 async def test_the_room_refuses_bob_escalating_an_s5_obligation_down_and_writes_nothing(
     instance: Path,
@@ -567,7 +568,7 @@ def test_a_second_definition_with_the_same_people_may_change_other_policies(
     other = instance.parent / "other-definition"
     (other / "policies").mkdir(parents=True)
     (other / "policies" / "interaction.yaml").write_text(SHIPPED_INTERACTION)
-    done = run_cli(
+    done = cli(
         "obligation", "ack", oid[:8], "--by", "alice", "--definition", str(other), cwd=instance
     )
     assert done.returncode == 0, done.stderr
@@ -575,6 +576,6 @@ def test_a_second_definition_with_the_same_people_may_change_other_policies(
 
 def test_the_room_refuses_a_definition_that_brings_other_people(instance: Path) -> None:
     mine = str(bobs_own_definition(instance))
-    done = run_cli("room", str(instance), "--as", "bob", "--definition", mine, cwd=instance)
+    done = cli("room", str(instance), "--as", "bob", "--definition", mine, cwd=instance)
     assert done.returncode == 1
     assert "lists other people than the instance's own" in done.stderr

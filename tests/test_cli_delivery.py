@@ -14,7 +14,7 @@ from pathlib import Path
 from regulator.rules.ledger import Ledger
 from regulator.store import Layout
 
-from .conftest import run_cli
+from .conftest import cli, run_cli
 
 TICK = re.compile(
     r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z  delivered (\d+), reminded (\d+), "
@@ -63,7 +63,7 @@ def test_remind_delivers_what_is_owed_to_people_not_the_s5_proposal_then_nothing
     for n in range(3):
         open_one(instance, f"finding {n}")
     open_one(instance, "a proposal", concern="policy-proposal", consumer="S5", blocks=False)
-    first = run_cli("remind", cwd=instance)
+    first = cli("remind", cwd=instance)
     assert first.returncode == 0, first.stderr
     lines = first.stdout.splitlines()
     assert lines[-1] == "3 delivered"
@@ -73,7 +73,7 @@ def test_remind_delivers_what_is_owed_to_people_not_the_s5_proposal_then_nothing
         assert line.startswith("delivered open         human blocking veto ")
         assert line.endswith("(unit u1)  not delivered")
     assert len(outbox(instance)) == 3
-    again = run_cli("remind", cwd=instance)
+    again = cli("remind", cwd=instance)
     assert (again.returncode, again.stdout) == (0, "0 delivered\n")
 
 
@@ -158,23 +158,23 @@ def test_watch_killed_mid_forward_and_restarted_forwards_nothing_twice_it_record
 def test_effects_lists_every_delivery_and_json_prints_the_states_in_camel_case(
     instance: Path,
 ) -> None:
-    assert run_cli("effects", cwd=instance).stdout == "no effects journaled\n"
+    assert cli("effects", cwd=instance).stdout == "no effects journaled\n"
     oid = open_one(instance, "a finding")
-    assert run_cli("remind", cwd=instance).returncode == 0
-    listed = run_cli("effects", cwd=instance)
+    assert cli("remind", cwd=instance).returncode == 0
+    listed = cli("effects", cwd=instance)
     assert listed.returncode == 0, listed.stderr
     assert re.fullmatch(
         rf"committed deliver:{oid}:0  deliver  u1  \S+Z  deliver obligation {oid[:8]} to the "
         r"owner's outbox — delivered \S+Z\n",
         listed.stdout,
     )
-    [state] = json.loads(run_cli("effects", "--json", cwd=instance).stdout)
+    [state] = json.loads(cli("effects", "--json", cwd=instance).stdout)
     assert state["key"] == f"deliver:{oid}:0"
     assert (state["status"], state["unitId"], state["tool"]) == ("committed", "u1", "deliver")
     assert state["intendedAt"].endswith("Z") and state["result"].startswith("delivered ")
 
 
 def test_watch_exec_without_a_command_is_bad_usage(instance: Path) -> None:
-    result = run_cli("watch", "--exec", "--once", cwd=instance)
+    result = cli("watch", "--exec", "--once", cwd=instance)
     assert result.returncode == 2
     assert "--exec needs a command" in result.stderr

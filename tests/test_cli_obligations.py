@@ -16,7 +16,7 @@ from regulator.rules.dispositions import Refusal, resolve
 from regulator.rules.ledger import Actor, Ledger, LedgerError
 from regulator.store import Layout
 
-from .conftest import run_cli
+from .conftest import cli
 from .factory import append, message
 
 POLICY = load_definition(None).interaction
@@ -56,7 +56,7 @@ def ask_one(root: Path, kind: str, **fields: Any) -> str:
 
 
 def state(root: Path, oid: str) -> dict[str, Any]:
-    listed = json.loads(run_cli("obligations", "--all", "--json", cwd=root).stdout)
+    listed = json.loads(cli("obligations", "--all", "--json", cwd=root).stdout)
     return next(o for o in listed if o["id"] == oid)
 
 
@@ -69,12 +69,12 @@ def test_a_consent_answered_yes_but_only_on_staging_is_refused_not_taken_as_yes(
     # Neither a yes-word nor a no-word: refused, nothing written (a reason goes in --note).
     oid = ask_one(instance, "consent", action="push to production")
     before = snapshot(instance)
-    result = run_cli(
+    result = cli(
         "answer", oid[:8], "--by", "alice", "--answer", "yes but only on staging", cwd=instance
     )
     assert result.returncode == 1 and "is neither" in result.stderr
     assert snapshot(instance) == before
-    result = run_cli(
+    result = cli(
         "answer",
         oid[:8],
         "--by",
@@ -93,15 +93,13 @@ def test_a_consent_answered_yes_but_only_on_staging_is_refused_not_taken_as_yes(
 
 def test_a_consent_answered_approve_is_accepted(instance: Path) -> None:
     oid = ask_one(instance, "consent", action="delete the branch")
-    assert (
-        run_cli("answer", oid, "--by", "alice", "--answer", "approve", cwd=instance).returncode == 0
-    )
+    assert cli("answer", oid, "--by", "alice", "--answer", "approve", cwd=instance).returncode == 0
     assert state(instance, oid)["disposition"] == "accepted"
 
 
 def test_a_uat_answered_yes_is_verified(instance: Path) -> None:
     oid = ask_one(instance, "uat")
-    assert run_cli("answer", oid, "--by", "bob", "--answer", "Yes", cwd=instance).returncode == 0
+    assert cli("answer", oid, "--by", "bob", "--answer", "Yes", cwd=instance).returncode == 0
     assert state(instance, oid)["disposition"] == "verified"
 
 
@@ -110,35 +108,33 @@ def test_a_choice_answered_with_an_option_not_offered_is_refused_and_nothing_is_
 ) -> None:
     oid = ask_one(instance, "choice", options=["rebase", "merge"])
     before = snapshot(instance)
-    result = run_cli("answer", oid, "--by", "alice", "--answer", "squash", cwd=instance)
+    result = cli("answer", oid, "--by", "alice", "--answer", "squash", cwd=instance)
     assert result.returncode == 1
     assert result.stderr.strip() == (
         'regulator: the question offers rebase | merge; "squash" is not one of them'
     )
     assert snapshot(instance) == before
-    ok = run_cli("answer", oid, "--by", "alice", "--answer", "merge", cwd=instance)
+    ok = cli("answer", oid, "--by", "alice", "--answer", "merge", cwd=instance)
     assert ok.returncode == 0 and "(fixed)" in ok.stdout
 
 
 def test_answer_is_only_for_an_open_question_a_unit_asked(instance: Path) -> None:
     finding = open_one(instance)
-    result = run_cli("answer", finding, "--by", "alice", "--answer", "ok", cwd=instance)
+    result = cli("answer", finding, "--by", "alice", "--answer", "ok", cwd=instance)
     assert result.returncode == 1
     assert (
         "is audit-finding, not a question a unit asked; use `obligation resolve`" in result.stderr
     )
     question = ask_one(instance, "clarification")
-    assert (
-        run_cli("answer", question, "--by", "alice", "--answer", "42", cwd=instance).returncode == 0
-    )
-    again = run_cli("answer", question, "--by", "alice", "--answer", "43", cwd=instance)
+    assert cli("answer", question, "--by", "alice", "--answer", "42", cwd=instance).returncode == 0
+    again = cli("answer", question, "--by", "alice", "--answer", "43", cwd=instance)
     assert again.returncode == 1 and f"obligation {question[:8]} is resolved" in again.stderr
 
 
 def test_an_empty_answer_is_no_answer(instance: Path) -> None:
     oid = ask_one(instance, "consent", action="pay")
     before = snapshot(instance)
-    result = run_cli("answer", oid, "--by", "alice", "--answer", "  ", cwd=instance)
+    result = cli("answer", oid, "--by", "alice", "--answer", "  ", cwd=instance)
     assert result.returncode == 1 and snapshot(instance) == before
 
 
@@ -172,7 +168,7 @@ def test_a_refused_disposition_writes_nothing(
 ) -> None:
     oid = open_one(instance, severity=severity)
     before = snapshot(instance)
-    result = run_cli("obligation", "resolve", oid, *args, "--rationale", "r", cwd=instance)
+    result = cli("obligation", "resolve", oid, *args, "--rationale", "r", cwd=instance)
     assert result.returncode == 1
     assert result.stderr.strip() == refusal
     assert snapshot(instance) == before
@@ -206,7 +202,7 @@ def test_a_person_whose_os_users_exclude_this_user_cannot_be_named(instance: Pat
         ],
         ["obligation", "ack", oid, "--by", "alice"],
     ):
-        result = run_cli(*args, cwd=instance)
+        result = cli(*args, cwd=instance)
         assert result.returncode == 1
         assert result.stderr.strip() == (
             "regulator: alice may be named only by the OS user(s) someone-else "
@@ -214,12 +210,12 @@ def test_a_person_whose_os_users_exclude_this_user_cannot_be_named(instance: Pat
         )
         assert snapshot(instance) == before
     # bob has no osUsers: naming him is asserted, as in the original.
-    assert run_cli("obligation", "ack", oid, "--by", "bob", cwd=instance).returncode == 0
+    assert cli("obligation", "ack", oid, "--by", "bob", cwd=instance).returncode == 0
 
 
 def test_a_persons_write_records_who_typed_it(instance: Path) -> None:
     oid = open_one(instance)
-    run_cli("obligation", "ack", oid, "--by", "bob", cwd=instance)
+    cli("obligation", "ack", oid, "--by", "bob", cwd=instance)
     lines = (instance / ".regulator" / "provenance.ndjson").read_text().splitlines()
     record = json.loads(lines[-1])
     assert record["via"] == "cli" and record["osUser"] == getpass.getuser()
@@ -232,9 +228,9 @@ def test_a_persons_write_records_who_typed_it(instance: Path) -> None:
 
 def test_ack_resolve_escalate_print_the_originals_lines(instance: Path) -> None:
     a = open_one(instance)
-    out = run_cli("obligation", "ack", a[:8], "--by", "bob", "--note", "seen", cwd=instance).stdout
+    out = cli("obligation", "ack", a[:8], "--by", "bob", "--note", "seen", cwd=instance).stdout
     assert out.strip() == f"obligation {a[:8]} acknowledged by bob: received, not resolved"
-    out = run_cli(
+    out = cli(
         "obligation",
         "escalate",
         a,
@@ -248,7 +244,7 @@ def test_ack_resolve_escalate_print_the_originals_lines(instance: Path) -> None:
     ).stdout
     assert out.startswith(f"obligation {a[:8]} escalated by bob to S5: successor ")
     successor = out.split("successor ")[1].split()[0]
-    out = run_cli(
+    out = cli(
         "obligation",
         "resolve",
         successor,
@@ -268,7 +264,7 @@ def test_ack_resolve_escalate_print_the_originals_lines(instance: Path) -> None:
 
 def test_a_bad_disposition_or_consumer_is_bad_usage(instance: Path) -> None:
     oid = open_one(instance)
-    bad = run_cli(
+    bad = cli(
         "obligation",
         "resolve",
         oid,
@@ -281,7 +277,7 @@ def test_a_bad_disposition_or_consumer_is_bad_usage(instance: Path) -> None:
         cwd=instance,
     )
     assert bad.returncode == 2 and "--disposition: 'done' is not one of no-action" in bad.stderr
-    bad = run_cli(
+    bad = cli(
         "obligation",
         "escalate",
         oid,
@@ -294,7 +290,7 @@ def test_a_bad_disposition_or_consumer_is_bad_usage(instance: Path) -> None:
         cwd=instance,
     )
     assert bad.returncode == 2 and "--to: 'S9' is not one of" in bad.stderr
-    missing = run_cli(
+    missing = cli(
         "obligation", "resolve", oid, "--disposition", "fixed", "--rationale", "r", cwd=instance
     )
     assert missing.returncode == 2 and "--by" in missing.stderr
@@ -303,7 +299,7 @@ def test_a_bad_disposition_or_consumer_is_bad_usage(instance: Path) -> None:
 def test_obligations_lists_what_is_open_and_show_replays_one(instance: Path) -> None:
     oid = open_one(instance)
     closed = open_one(instance, unit="u2")
-    run_cli(
+    cli(
         "obligation",
         "resolve",
         closed,
@@ -315,17 +311,17 @@ def test_obligations_lists_what_is_open_and_show_replays_one(instance: Path) -> 
         "r",
         cwd=instance,
     )
-    out = run_cli("obligations", cwd=instance).stdout.splitlines()
+    out = cli("obligations", cwd=instance).stdout.splitlines()
     assert out[0].startswith(
         f"open         human blocking veto {oid[:8]}  audit-finding  a finding  (unit u1)  "
         "not delivered"
     )
     assert out[-1] == "1 shown of 2; 0 unrouted message(s)"
-    assert len(run_cli("obligations", "--all", cwd=instance).stdout.splitlines()) == 4
-    assert run_cli("obligations", "--unit", "u2", cwd=instance).stdout.splitlines()[0] == (
+    assert len(cli("obligations", "--all", cwd=instance).stdout.splitlines()) == 4
+    assert cli("obligations", "--unit", "u2", cwd=instance).stdout.splitlines()[0] == (
         "nothing open; --all shows what was dispositioned"
     )
-    shown = run_cli("obligation", "show", closed[:6], cwd=instance).stdout
+    shown = cli("obligation", "show", closed[:6], cwd=instance).stdout
     assert f"id {closed}; opened " in shown and "resolved by alice — r" in shown
 
 
@@ -398,7 +394,7 @@ def test_obligations_json_on_a_log_written_by_the_original_lists_what_it_would(
         },
     ]
     append(instance / ".regulator" / "signals.ndjson", m1, m2, *opened, *events)
-    result = run_cli("obligations", "--json", cwd=instance)
+    result = cli("obligations", "--json", cwd=instance)
     assert result.returncode == 0, result.stderr
     listed = json.loads(result.stdout)
     assert [o["id"] for o in listed] == ["0b1-1"]  # open + acknowledged only, in opening order
@@ -418,10 +414,10 @@ def test_obligations_json_on_a_log_written_by_the_original_lists_what_it_would(
         "obligation-delivered",
     ]
     assert o["history"][0] == opened[0]  # the raw event, same keys and values
-    every = json.loads(run_cli("obligations", "--all", "--json", cwd=instance).stdout)
+    every = json.loads(cli("obligations", "--all", "--json", cwd=instance).stdout)
     assert every[1]["status"] == "resolved" and every[1]["disposition"] == "no-action"
     assert every[1]["closedBy"] == "alice" and every[1]["closedAt"] == "2026-12-01T10:04:00.000Z"
-    text = run_cli("obligations", cwd=instance).stdout
+    text = cli("obligations", cwd=instance).stdout
     assert text.splitlines()[-1] == "1 shown of 2; 0 unrouted message(s)"
 
 
@@ -487,11 +483,11 @@ def test_refusals_and_reads_on_a_new_instance_leave_no_file_behind(instance: Pat
         ("answer", "ob-none", "--answer", "yes", "--by", "alice"),
     ]  # fmt: skip
     for args in refused:
-        result = run_cli(*args, cwd=instance)
+        result = cli(*args, cwd=instance)
         assert result.returncode == 1 and "no obligation" in result.stderr, args
         assert tree() == before, args
     for args in [("status",), ("obligations",), ("attention",), ("effects",), ("deliveries",)]:
-        assert run_cli(*args, cwd=instance).returncode == 0, args
+        assert cli(*args, cwd=instance).returncode == 0, args
         assert tree() == before, args
 
 
@@ -499,7 +495,7 @@ def test_refusals_and_reads_on_a_new_instance_leave_no_file_behind(instance: Pat
 
 
 def escalate_to(root: Path, oid: str, *extra: str, by: str = "alice") -> Any:
-    return run_cli(
+    return cli(
         "obligation",
         "escalate",
         oid,
@@ -551,7 +547,7 @@ def test_escalate_to_a_person_the_policy_does_not_allow_writes_nothing(
 def test_a_person_needs_to_human(instance: Path) -> None:
     oid = open_one(instance)
     before = snapshot(instance)
-    bad = run_cli(
+    bad = cli(
         "obligation",
         "escalate",
         oid,
@@ -572,8 +568,8 @@ def test_a_person_needs_to_human(instance: Path) -> None:
 def test_doctor_names_a_bad_addressee_line(instance: Path) -> None:
     oid = open_one(instance)
     assert escalate_to(instance, oid, "--person", "bob").returncode == 0
-    assert run_cli("doctor", cwd=instance).returncode == 0
+    assert cli("doctor", cwd=instance).returncode == 0
     with (instance / ".regulator" / "addressees.ndjson").open("a") as out:
         out.write('{"obligationId": "x", "by": "alice", "at": "2026-12-01T00:00:00.000Z"}\n')
-    bad = run_cli("doctor", cwd=instance)
+    bad = cli("doctor", cwd=instance)
     assert bad.returncode != 0 and "addressees.ndjson:2" in bad.stdout + bad.stderr

@@ -11,7 +11,7 @@ from regulator.rules.ledger import Ledger
 from regulator.rules.router import route_messages
 from regulator.store import Layout
 
-from .conftest import run_cli
+from .conftest import cli, run_cli
 from .factory import append, message
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -32,7 +32,7 @@ def test_an_obligation_owed_to_a_person_not_yet_delivered_is_a_notice_and_doctor
     _route_without_delivering(
         instance, message("algedonic-signal", "the build burns money", unit="u1")
     )
-    result = run_cli("doctor", cwd=instance)
+    result = cli("doctor", cwd=instance)
     assert result.returncode == 0, result.stdout
     lines = result.stdout.splitlines()
     assert any(line.startswith("notice  obligations") for line in lines), result.stdout
@@ -46,7 +46,7 @@ def test_doctor_json_gives_each_checks_level_problems_and_notices_and_the_counts
     _route_without_delivering(
         instance, message("algedonic-signal", "the build burns money", unit="u1")
     )
-    result = run_cli("doctor", "--json", cwd=instance)
+    result = cli("doctor", "--json", cwd=instance)
     assert result.returncode == 0
     report = json.loads(result.stdout)
     assert (report["problems"], report["notices"]) == (0, 1 + PEOPLE_NOTICES)
@@ -63,7 +63,7 @@ def test_once_delivered_the_notice_is_gone(instance: Path) -> None:
         instance, message("algedonic-signal", "the build burns money", unit="u1")
     )
     assert run_cli("remind", cwd=instance).returncode == 0
-    result = run_cli("doctor", cwd=instance)
+    result = cli("doctor", cwd=instance)
     assert result.returncode == 0
     assert result.stdout.splitlines()[-1] == f"0 problem(s), {PEOPLE_NOTICES} notice(s)"
     assert "is not delivered yet" not in result.stdout
@@ -75,11 +75,11 @@ def test_a_veto_holding_every_unit_is_still_a_problem_beside_a_notice(instance: 
         message("audit-finding", "the base fails its tests"),  # no unit: holds every unit
         message("algedonic-signal", "the build burns money", unit="u1"),
     )
-    result = run_cli("doctor", cwd=instance)
+    result = cli("doctor", cwd=instance)
     assert result.returncode == 1
     assert "PROBLEM obligations" in result.stdout
     assert "holds every unit: the base fails its tests" in result.stdout
     assert "notice: " in result.stdout  # beside a problem, a notice says it is one
     assert result.stdout.splitlines()[-1] == f"1 problem(s), {1 + PEOPLE_NOTICES} notice(s)"
-    report = json.loads(run_cli("doctor", "--json", cwd=instance).stdout)
+    report = json.loads(cli("doctor", "--json", cwd=instance).stdout)
     assert (report["problems"], report["notices"]) == (1, 1 + PEOPLE_NOTICES)

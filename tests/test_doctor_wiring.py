@@ -11,18 +11,18 @@ from typing import Any
 
 from regulator.host.wiring import check_wiring
 
-from .conftest import run_cli
+from .conftest import cli
 
 
 def wiring(root: Path) -> dict[str, Any]:
-    done = run_cli("doctor", "--json", cwd=root)
+    done = cli("doctor", "--json", cwd=root)
     checks = {c["name"]: c for c in json.loads(done.stdout)["checks"]}
     checks["exit"] = done.returncode
     return checks
 
 
 def install(root: Path, agent: str = "claude-code") -> None:
-    done = run_cli("agent", "install", agent, cwd=root)
+    done = cli("agent", "install", agent, cwd=root)
     assert done.returncode == 0, done.stderr
 
 

@@ -33,7 +33,7 @@ from regulator.rules.execution import ExecutionStore
 from regulator.rules.regulatory_log import RegulatoryLog
 from regulator.store import Layout, locked_directory
 
-from .conftest import run_cli
+from .conftest import cli, run_cli
 
 CONSENT = {
     "kind": "consent",
@@ -105,12 +105,12 @@ def test_doctor_leaves_a_live_session_alone_and_settles_it_blocked_once_its_agen
     unit_id = session(instance, "s1", agent)
     ask_unanswered(instance, unit_id)
 
-    alive = run_cli("doctor", cwd=instance)
+    alive = cli("doctor", cwd=instance)
     assert "sessions          no running session unit's agent has gone" in alive.stdout
     assert unit(instance, unit_id)["status"] == "dispatched"
 
     killed(agent)
-    done = run_cli("doctor", cwd=instance)
+    done = cli("doctor", cwd=instance)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "notice  sessions          1 session unit(s) settled now" in done.stdout
     assert (
@@ -119,11 +119,11 @@ def test_doctor_leaves_a_live_session_alone_and_settles_it_blocked_once_its_agen
     )
     settled = unit(instance, unit_id)
     assert (settled["status"], settled["attempts"]) == ("blocked", 1)
-    shown = run_cli("unit", "show", unit_id, cwd=instance).stdout
+    shown = cli("unit", "show", unit_id, cwd=instance).stdout
     assert "attempt 1: paused — consent unanswered: drop the table" in shown
     assert agent.pid not in registered(instance)  # the ended agent is forgotten
     # A second look finds nothing more to do, and writes nothing.
-    again = run_cli("doctor", cwd=instance)
+    again = cli("doctor", cwd=instance)
     assert "no running session unit's agent has gone" in again.stdout
 
 
@@ -321,7 +321,7 @@ def test_an_agent_known_by_its_environment_alone_may_end_no_session(instance: Pa
     assert "it has no session unit of its own" in done.stderr
     assert unit(instance, other.unit_id)["status"] == "dispatched"
     # From a terminal of one's own, any session unit may be ended.
-    person = run_cli("session", "end", other.unit_id, cwd=instance)
+    person = cli("session", "end", other.unit_id, cwd=instance)
     assert person.returncode == 0 and person.stdout.strip().endswith("closed")
 
 
@@ -338,7 +338,7 @@ def test_answering_a_paused_sessions_question_says_it_stays_paused_to_its_end(
     log.refresh()
     (owed,) = log.open_obligations(unit_id)
 
-    paused = run_cli("answer", owed.id[:8], "--by", "alice", "--answer", "no", cwd=instance)
+    paused = cli("answer", owed.id[:8], "--by", "alice", "--answer", "no", cwd=instance)
     assert paused.returncode == 0, paused.stderr
     assert "the next attempt carries the answer" not in paused.stdout
     assert paused.stdout.strip().endswith(
@@ -359,9 +359,9 @@ def test_answering_after_the_session_ended_names_session_end(instance: Path) -> 
     log = RegulatoryLog(layout)
     log.refresh()
     (owed,) = log.open_obligations(made.unit_id)
-    done = run_cli("answer", owed.id[:8], "--by", "alice", "--answer", "no", cwd=instance)
+    done = cli("answer", owed.id[:8], "--by", "alice", "--answer", "no", cwd=instance)
     assert done.stdout.strip().endswith(
         f"; session unit {made.unit_id} has ended: `regulator session end {made.unit_id}` "
         "closes it once nothing else is owed on it"
     )
-    assert run_cli("session", "end", made.unit_id, cwd=instance).stdout.strip().endswith("closed")
+    assert cli("session", "end", made.unit_id, cwd=instance).stdout.strip().endswith("closed")

@@ -19,7 +19,7 @@ from regulator.rules.ledger import Actor, Ledger
 from regulator.rules.regulatory_log import RegulatoryLog
 from regulator.store import Layout
 
-from .conftest import git, run_cli
+from .conftest import cli, git, run_cli
 
 POLICY = load_definition(None).interaction
 OLD_INVARIANTS = "# Invariants\n\nINV-001: the base stays green.\n"
@@ -130,7 +130,7 @@ def test_identity_accept_by_bob_is_refused_and_changes_nothing(
     target = base / "regulator" / "identity" / "INVARIANTS.md"
     # Inode and mtime too: the file is never touched, not merely written back.
     untouched = (target.stat().st_ino, target.stat().st_mtime_ns)
-    result = run_cli(
+    result = cli(
         "identity",
         "accept",
         oid,
@@ -155,7 +155,7 @@ def test_identity_accept_by_bob_is_refused_and_changes_nothing(
 def test_identity_accept_on_a_non_proposal_is_refused(base: Path, proposal_file: Path) -> None:
     oid = open_obligation(base, concern="audit-finding", consumer="S3")
     before, commit = snapshot(base), head(base)
-    result = run_cli(
+    result = cli(
         "identity",
         "accept",
         oid,
@@ -182,7 +182,7 @@ def test_identity_accept_with_a_file_outside_the_four_is_a_usage_error(
 ) -> None:
     oid = open_obligation(base)
     before = snapshot(base)
-    result = run_cli(
+    result = cli(
         "identity",
         "accept",
         oid,
@@ -208,7 +208,7 @@ def test_identity_accept_refuses_a_dirty_base_checkout(base: Path, proposal_file
     oid = open_obligation(base)
     (base / "scratch.txt").write_text("uncommitted\n")
     before, commit = snapshot(base), head(base)
-    result = run_cli(
+    result = cli(
         "identity",
         "accept",
         oid,
@@ -233,7 +233,7 @@ def test_identity_accept_refuses_a_dirty_base_checkout(base: Path, proposal_file
 def test_identity_reject_resolves_as_rejected_and_leaves_identity_unchanged(base: Path) -> None:
     oid = open_obligation(base)
     commit = head(base)
-    result = run_cli(
+    result = cli(
         "identity", "reject", oid, "--by", "alice", "--rationale", "out of scope", cwd=base
     )
     assert result.returncode == 0, result.stderr
@@ -247,7 +247,7 @@ def test_identity_reject_resolves_as_rejected_and_leaves_identity_unchanged(base
         "out of scope",
     )
     assert head(base) == commit
-    again = run_cli("identity", "reject", oid, "--by", "alice", "--rationale", "x", cwd=base)
+    again = cli("identity", "reject", oid, "--by", "alice", "--rationale", "x", cwd=base)
     assert again.returncode == 1 and "terminal records do not reopen" in again.stderr
 
 

@@ -1,4 +1,8 @@
-"""The core never imports Textual: ``--help`` and every non-room command stay fast and headless."""
+"""What a command imports when it runs: ``--help`` and every non-room command stay fast and
+headless, the hook stays light. That no module of the core imports Textual at all is
+import-linter's contract (pyproject.toml, run by `.ci/run`); these check what is loaded at run
+time, which a static contract cannot: a lazy import is an import to it, but costs nothing until
+its command runs."""
 
 from __future__ import annotations
 
@@ -33,19 +37,6 @@ def test_regulator_help_imports_no_textual(tmp_path: Path) -> None:
 def test_init_doctor_and_status_import_no_textual(instance: Path) -> None:
     for args in (["doctor"], ["status", "--json"], ["status"]):
         assert _imports_textual(args, instance) == "CLEAN", args
-
-
-def test_no_module_of_the_core_imports_textual() -> None:
-    root = Path(__file__).resolve().parent.parent / "regulator"
-    offenders = [
-        str(p)
-        for p in root.rglob("*.py")
-        if any(
-            line.lstrip().startswith(("import textual", "from textual"))
-            for line in p.read_text().splitlines()
-        )
-    ]
-    assert offenders == []
 
 
 RECORDS = """

@@ -115,6 +115,7 @@ def test_a_replay_makes_no_row_until_it_is_read_and_then_the_same_rows(demo: Pat
     assert replay.rows() == unit_timeline(layout, UNIT)
 
 
+@pytest.mark.room
 @pytest.mark.asyncio
 async def test_the_inspector_on_a_unit_with_thousands_of_records_makes_only_the_rows_shown(
     demo: Path,
@@ -132,6 +133,7 @@ async def test_the_inspector_on_a_unit_with_thousands_of_records_makes_only_the_
         assert screen.rows.finished <= SCREENFULS
 
 
+@pytest.mark.room
 @pytest.mark.asyncio
 async def test_a_secret_in_the_last_record_of_a_long_timeline_is_redacted_when_shown(
     demo: Path,
@@ -155,6 +157,7 @@ async def test_a_secret_in_the_last_record_of_a_long_timeline_is_redacted_when_s
         assert screen.rows.finished <= SCREENFULS
 
 
+@pytest.mark.room
 @pytest.mark.asyncio
 async def test_the_kind_filter_finds_every_row_of_a_kind_deep_in_a_long_timeline(
     demo: Path,
@@ -209,6 +212,7 @@ def test_the_timeline_keeps_its_keys_as_numbers_and_finds_every_row_it_lists(
         assert keys.locate(TimelineKey("group-1", None, group=True)) is None
 
 
+@pytest.mark.room
 @pytest.mark.asyncio
 async def test_the_collector_is_back_on_once_the_inspector_shows_its_rows_or_is_closed(
     demo: Path,
@@ -235,6 +239,7 @@ async def test_the_collector_is_back_on_once_the_inspector_shows_its_rows_or_is_
         assert again.built == 0
 
 
+@pytest.mark.room
 @pytest.mark.asyncio
 async def test_the_footer_is_not_made_again_when_the_keys_it_shows_are_the_same(
     demo: Path,

@@ -20,7 +20,7 @@ from regulator.policy import load_definition, shipped_policies_dir
 from regulator.policy.workload import SessionSpec
 from regulator.store import Layout
 
-from .conftest import git, run_cli
+from .conftest import cli, git, run_cli
 
 MODELS = {"anthropic/claude-sonnet-4-5"}
 
@@ -173,13 +173,13 @@ def test_a_consent_asked_with_nobody_present_pauses_and_the_answer_is_the_next_h
     assert loop.store.attempts("u4")[-1].outcome == "paused"
     assert loop.store.decisions("u4") == []
     oid = next(o.id for o in loop.log.open_obligations("u4"))
-    again = run_cli("unit", "drive", str(contract_path), "--script", str(scenario), cwd=project)
+    again = cli("unit", "drive", str(contract_path), "--script", str(scenario), cwd=project)
     assert again.returncode == 1 and "must be dispositioned before dispatch" in again.stdout
-    answered = run_cli(
+    answered = cli(
         "answer", oid[:8], "--by", "alice", "--answer", "no", "--note", "not today", cwd=project
     )
     assert answered.returncode == 0
-    done = run_cli("unit", "drive", str(contract_path), "--script", str(scenario), cwd=project)
+    done = cli("unit", "drive", str(contract_path), "--script", str(scenario), cwd=project)
     assert done.returncode == 0, done.stdout + done.stderr
     prompt = (project / ".regulator" / "units" / "u4" / "prompt.a2.md").read_text()
     assert (
@@ -334,11 +334,11 @@ def test_an_unsound_contract_is_refused_before_anything_is_written(project: Path
 
 def test_the_demo_finishes_in_under_a_minute_and_shows_every_state(tmp_path: Path) -> None:
     started = time.monotonic()
-    result = run_cli("demo", str(tmp_path / "demo"), cwd=tmp_path)
+    result = cli("demo", str(tmp_path / "demo"), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert time.monotonic() - started < 60
     view = json.loads(
-        run_cli("status", "--json", "--instance", str(tmp_path / "demo"), cwd=tmp_path).stdout
+        cli("status", "--json", "--instance", str(tmp_path / "demo"), cwd=tmp_path).stdout
     )
     inst = view["instance"]
     units = {u["unit"]["unitId"]: u for u in inst["units"]}

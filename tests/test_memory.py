@@ -14,7 +14,7 @@ from regulator.rules.ledger import Actor
 from regulator.rules.memory_store import MemoryRefusal, MemoryStore, retract_memory
 from regulator.store import Layout
 
-from .conftest import run_cli
+from .conftest import cli, run_cli
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 POLICY = load_definition(None).interaction
@@ -227,7 +227,7 @@ def test_memory_lists_current_entries_with_the_originals_line_and_footer(instanc
     result = run_cli("memory", cwd=instance)
     assert (result.returncode, result.stdout) == (0, "no memory recorded\n0 shown of 0\n")
     current, _, _ = seed(instance)
-    result = run_cli("memory", cwd=instance)
+    result = cli("memory", cwd=instance)
     assert result.returncode == 0, result.stderr
     store = MemoryStore(Layout(instance))
     entry = next(s.entry for s in store.states() if s.id == current)
@@ -242,7 +242,7 @@ def test_memory_all_shows_expired_and_retracted_entries_with_the_retraction(
     instance: Path,
 ) -> None:
     current, expired, retracted = seed(instance)
-    result = run_cli("memory", "--all", cwd=instance)
+    result = cli("memory", "--all", cwd=instance)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith(
@@ -252,7 +252,7 @@ def test_memory_all_shows_expired_and_retracted_entries_with_the_retraction(
     assert lines[2] == "          retracted by alice: the mirror moved"
     assert lines[3].startswith(f"current   {current[:8]}  ports")
     assert lines[4] == "3 shown of 3"
-    data = json.loads(run_cli("memory", "--all", "--json", cwd=instance).stdout)
+    data = json.loads(cli("memory", "--all", "--json", cwd=instance).stdout)
     assert [d["status"] for d in data] == ["expired", "retracted", "current"]
     assert data[1]["retraction"]["by"] == "alice"
     assert data[0]["recordedBy"] == "S1" and data[0]["unit"] == "u1"
@@ -260,7 +260,7 @@ def test_memory_all_shows_expired_and_retracted_entries_with_the_retraction(
 
 def test_memory_retract_records_the_retraction_and_its_provenance(instance: Path) -> None:
     current, _, _ = seed(instance)
-    result = run_cli(
+    result = cli(
         "memory", "retract", current[:8], "--by", "bob", "--reason", "ports changed", cwd=instance
     )
     assert result.returncode == 0, result.stderr
@@ -270,16 +270,14 @@ def test_memory_retract_records_the_retraction_and_its_provenance(instance: Path
     provenance = (instance / ".regulator" / "provenance.ndjson").read_text().splitlines()
     assert json.loads(provenance[-1])["eventId"] == last["id"]
     assert json.loads(provenance[-1])["via"] == "cli"
-    shown = run_cli("memory", cwd=instance).stdout
+    shown = cli("memory", cwd=instance).stdout
     assert shown == "nothing current; --all shows expired and retracted entries\n0 shown of 3\n"
 
 
 def test_memory_retract_twice_is_refused_and_leaves_every_file_unchanged(instance: Path) -> None:
     _, _, retracted = seed(instance)
     before = snapshot(instance)
-    result = run_cli(
-        "memory", "retract", retracted, "--by", "alice", "--reason", "again", cwd=instance
-    )
+    result = cli("memory", "retract", retracted, "--by", "alice", "--reason", "again", cwd=instance)
     assert result.returncode == 1
     assert result.stderr == f"regulator: memory entry {retracted} is already retracted\n"
     assert snapshot(instance) == before
@@ -288,7 +286,7 @@ def test_memory_retract_twice_is_refused_and_leaves_every_file_unchanged(instanc
 def test_memory_retract_by_a_name_not_listed_is_refused(instance: Path) -> None:
     current, _, _ = seed(instance)
     before = snapshot(instance)
-    result = run_cli("memory", "retract", current, "--by", "zed", "--reason", "r", cwd=instance)
+    result = cli("memory", "retract", current, "--by", "zed", "--reason", "r", cwd=instance)
     assert result.returncode == 1
     assert result.stderr == (
         'regulator: "zed" is not a person the interaction policy (interaction v1) names; '
@@ -305,7 +303,7 @@ def test_a_note_holding_a_terminal_escape_is_shown_as_text(instance: Path) -> No
         recorded_by="S1",
         review_by=iso(datetime.now(UTC) + timedelta(days=3)),
     )
-    out = run_cli("memory", cwd=instance).stdout
+    out = cli("memory", cwd=instance).stdout
     assert "\x1b" not in out and "\\x1b]52;c;aGk=\\x07 done" in out
 
 

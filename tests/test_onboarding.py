@@ -18,7 +18,7 @@ from regulator.rules.authority import process_os_user
 from regulator.rules.ledger import Ledger
 from regulator.store import Layout
 
-from .conftest import git, run_cli
+from .conftest import cli, git, run_cli
 
 POLICY = Path("regulator") / "policies" / "interaction.yaml"
 
@@ -47,7 +47,7 @@ def a_question(root: Path) -> str:
 
 
 def test_init_by_carol_names_only_carol_pinned_to_the_os_user(repo: Path) -> None:
-    done = run_cli("init", "--by", "carol", cwd=repo)
+    done = cli("init", "--by", "carol", cwd=repo)
     assert done.returncode == 0, done.stderr
     assert f"carol may answer and decide everything here, only as OS user {process_os_user()}" in (
         done.stdout
@@ -69,18 +69,18 @@ def test_init_by_carol_names_only_carol_pinned_to_the_os_user(repo: Path) -> Non
 
 
 def test_after_init_by_carol_the_example_people_are_refused(repo: Path) -> None:
-    assert run_cli("init", "--by", "carol", cwd=repo).returncode == 0
+    assert cli("init", "--by", "carol", cwd=repo).returncode == 0
     oid = a_question(repo)
     for who in ("alice", "bob"):
-        refused = run_cli("answer", oid[:8], "--by", who, "--answer", "yes", cwd=repo)
+        refused = cli("answer", oid[:8], "--by", who, "--answer", "yes", cwd=repo)
         assert refused.returncode == 1
         assert f'"{who}" is not a person the interaction policy' in refused.stderr
-    done = run_cli("answer", oid[:8], "--by", "carol", "--answer", "yes", cwd=repo)
+    done = cli("answer", oid[:8], "--by", "carol", "--answer", "yes", cwd=repo)
     assert done.returncode == 0, done.stderr
 
 
 def test_init_without_by_names_the_os_user(repo: Path) -> None:
-    done = run_cli("init", cwd=repo)
+    done = cli("init", cwd=repo)
     assert done.returncode == 0, done.stderr
     user = process_os_user()
     people = load_definition(repo).interaction.people
@@ -88,14 +88,14 @@ def test_init_without_by_names_the_os_user(repo: Path) -> None:
 
 
 def test_init_commits_the_policy_it_writes_with_the_ignore_line(repo: Path) -> None:
-    assert run_cli("init", "--by", "carol", cwd=repo).returncode == 0
+    assert cli("init", "--by", "carol", cwd=repo).returncode == 0
     assert git(repo, "status", "--porcelain") == ""
     committed = git(repo, "show", "--name-only", "--format=", "HEAD").split()
     assert sorted(committed) == [".gitignore", str(POLICY)]
 
 
 def test_a_unit_merges_right_after_init_by_carol(repo: Path, tmp_path: Path) -> None:
-    assert run_cli("init", "--by", "carol", cwd=repo).returncode == 0
+    assert cli("init", "--by", "carol", cwd=repo).returncode == 0
     work = tmp_path / "u1.contract.json"
     work.write_text(json.dumps(contract("u1", "write a note").to_json_dict()))
     script = tmp_path / "u1.yaml"
@@ -107,7 +107,7 @@ def test_a_unit_merges_right_after_init_by_carol(repo: Path, tmp_path: Path) -> 
     script.write_text(
         yaml.safe_dump({"models": ["anthropic/claude-sonnet-4-5"], "attempts": [{"steps": steps}]})
     )
-    driven = run_cli("unit", "drive", str(work), "--script", str(script), cwd=repo)
+    driven = cli("unit", "drive", str(work), "--script", str(script), cwd=repo)
     assert driven.returncode == 0, driven.stdout + driven.stderr
     assert (repo / "note.txt").read_text() == "a note\n"
     assert git(repo, "log", "-1", "--format=%s").strip() == "Reintegrate unit/u1"
@@ -118,7 +118,7 @@ def test_init_by_what_is_not_a_person_name_is_refused_and_writes_nothing(
     repo: Path, name: str
 ) -> None:
     before, head = everything(repo), git(repo, "rev-parse", "HEAD")
-    refused = run_cli("init", f"--by={name}", cwd=repo)
+    refused = cli("init", f"--by={name}", cwd=repo)
     assert refused.returncode == 1
     assert "not a person name" in refused.stderr
     assert everything(repo) == before and git(repo, "rev-parse", "HEAD") == head
@@ -143,7 +143,7 @@ def test_init_refuses_a_policy_git_would_ignore_and_writes_nothing(repo: Path) -
     git(repo, "add", ".gitignore")
     git(repo, "commit", "-q", "-m", "ignore")
     before = everything(repo)
-    refused = run_cli("init", "--by", "carol", cwd=repo)
+    refused = cli("init", "--by", "carol", cwd=repo)
     assert refused.returncode == 1
     assert "git ignores it" in refused.stderr
     assert everything(repo) == before and not (repo / ".regulator").exists()
@@ -155,7 +155,7 @@ def test_init_writes_the_policy_beside_a_definition_without_one(repo: Path) -> N
     (policies / "budget.yaml").write_text((shipped_policies_dir() / "budget.yaml").read_text())
     git(repo, "add", "regulator")
     git(repo, "commit", "-q", "-m", "a budget of our own")
-    assert run_cli("init", "--by", "carol", cwd=repo).returncode == 0
+    assert cli("init", "--by", "carol", cwd=repo).returncode == 0
     assert [p.name for p in load_definition(repo).interaction.people] == ["carol"]
     assert git(repo, "status", "--porcelain") == ""
 
@@ -165,7 +165,7 @@ def test_init_never_writes_over_a_policy_the_repository_has(repo: Path) -> None:
     policies.mkdir(parents=True)
     mine = (shipped_policies_dir() / "interaction.yaml").read_text()
     (policies / "interaction.yaml").write_text(mine)
-    done = run_cli("init", "--by", "carol", cwd=repo)
+    done = cli("init", "--by", "carol", cwd=repo)
     assert done.returncode == 0, done.stderr
     assert (policies / "interaction.yaml").read_text() == mine
     assert "people:" not in done.stdout
@@ -174,7 +174,7 @@ def test_init_never_writes_over_a_policy_the_repository_has(repo: Path) -> None:
 def test_init_under_a_definition_elsewhere_writes_no_policy(repo: Path, tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     (elsewhere / "policies").mkdir(parents=True)
-    done = run_cli("init", "--by", "carol", "--definition", str(elsewhere), cwd=repo)
+    done = cli("init", "--by", "carol", "--definition", str(elsewhere), cwd=repo)
     assert done.returncode == 0, done.stderr
     assert (
         not (repo / "regulator").exists()
@@ -183,7 +183,7 @@ def test_init_under_a_definition_elsewhere_writes_no_policy(repo: Path, tmp_path
 
 
 def test_doctor_says_who_anyone_on_the_machine_may_act_as(instance: Path) -> None:
-    result = run_cli("doctor", cwd=instance)
+    result = cli("doctor", cwd=instance)
     assert result.returncode == 0, result.stdout
     lines = result.stdout.splitlines()
     assert any(line.startswith("notice  people") for line in lines), result.stdout
@@ -192,20 +192,20 @@ def test_doctor_says_who_anyone_on_the_machine_may_act_as(instance: Path) -> Non
             f"anyone on this machine may act as {who}: give {who} osUsers (docs/policies.md)"
             in result.stdout
         )
-    report = json.loads(run_cli("doctor", "--json", cwd=instance).stdout)
+    report = json.loads(cli("doctor", "--json", cwd=instance).stdout)
     people = next(c for c in report["checks"] if c["name"] == "people")
     assert (people["level"], len(people["notices"])) == ("notice", 2)
 
 
 def test_doctor_has_no_notice_for_the_person_init_wrote(repo: Path) -> None:
-    assert run_cli("init", "--by", "carol", cwd=repo).returncode == 0
-    report = json.loads(run_cli("doctor", "--json", cwd=repo).stdout)
+    assert cli("init", "--by", "carol", cwd=repo).returncode == 0
+    report = json.loads(cli("doctor", "--json", cwd=repo).stdout)
     people = next(c for c in report["checks"] if c["name"] == "people")
     assert (people["level"], people["notices"]) == ("ok", [])
 
 
 def test_carol_answers_with_regulator_person_and_no_by(repo: Path) -> None:
-    assert run_cli("init", "--by", "carol", cwd=repo).returncode == 0
+    assert cli("init", "--by", "carol", cwd=repo).returncode == 0
     oid = (
         Ledger(Layout(repo))
         .open_obligation(

@@ -27,7 +27,7 @@ from regulator.rules.execution import ExecutionStore
 from regulator.store import Layout
 from regulator.views.doctor import Check, run_doctor
 
-from .conftest import git, run_cli
+from .conftest import cli, git
 from .test_replan import _state
 
 ORIGINAL = Path(__file__).parent / "fixtures" / "original" / "regulator"
@@ -67,7 +67,7 @@ def project(repo: Path) -> Path:
     _placed(repo)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "the original's definition")
-    result = run_cli("init", "--by", "alice", cwd=repo)
+    result = cli("init", "--by", "alice", cwd=repo)
     assert result.returncode == 0, result.stderr
     return repo
 
@@ -76,7 +76,7 @@ def project(repo: Path) -> Path:
 def test_the_originals_workload_and_policies_placed_as_it_places_them_pass_doctor_and_a_unit_closes(
     project: Path, tmp_path: Path
 ) -> None:
-    doctor = run_cli("doctor", "--json", cwd=project)
+    doctor = cli("doctor", "--json", cwd=project)
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
     checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
     assert checks["workload"]["detail"] == (
@@ -96,7 +96,7 @@ def test_the_originals_workload_and_policies_placed_as_it_places_them_pass_docto
 
     # A write inside the profile's writablePaths (src/) closes, the unrun checks accepted.
     work, scenario = _unit(tmp_path, "u1", [SWAP, {"commit": "swap"}, REPORT])
-    driven = run_cli("unit", "drive", str(work), "--script", str(scenario), ACCEPT, cwd=project)
+    driven = cli("unit", "drive", str(work), "--script", str(scenario), ACCEPT, cwd=project)
     assert driven.returncode == 0, driven.stdout + driven.stderr
     assert "unit u1 closed: reintegrated as" in driven.stdout
     assert "return b + a" in (project / "src" / "calc.py").read_text()
@@ -149,7 +149,7 @@ def test_doctor_names_a_routing_policy_with_an_empty_description_as_one_the_orig
     _edit_json(
         project / "regulator" / "policies" / "routing.json", lambda d: d.update(description="")
     )
-    doctor = run_cli("doctor", cwd=project)
+    doctor = cli("doctor", cwd=project)
     assert doctor.returncode == 0, doctor.stdout  # we accept it: a notice, not a problem
     assert "notice  policy routing    routing v1 from regulator/policies/routing.json" in (
         doctor.stdout
@@ -327,7 +327,7 @@ def test_unit_drive_of_unrun_checks_is_refused_without_the_flag_and_with_it_clos
 ) -> None:
     work, scenario = _unit(tmp_path, "u2", [SWAP, {"commit": "swap"}, REPORT])
     for command in ("drive", "dispatch"):
-        refused = run_cli("unit", command, str(work), "--script", str(scenario), cwd=project)
+        refused = cli("unit", command, str(work), "--script", str(scenario), cwd=project)
         assert refused.returncode == 1, refused.stdout + refused.stderr
         (line,) = [x for x in refused.stdout.splitlines() if x.startswith("✖")]
         assert line == (
@@ -337,7 +337,7 @@ def test_unit_drive_of_unrun_checks_is_refused_without_the_flag_and_with_it_clos
         )
         _nothing_written(project, "u2")
 
-    driven = run_cli("unit", "drive", str(work), "--script", str(scenario), ACCEPT, cwd=project)
+    driven = cli("unit", "drive", str(work), "--script", str(scenario), ACCEPT, cwd=project)
     assert driven.returncode == 0, driven.stdout + driven.stderr
     _, (verdict,) = _audit(project)
     assert verdict["verdict"] == "pass"
@@ -346,7 +346,7 @@ def test_unit_drive_of_unrun_checks_is_refused_without_the_flag_and_with_it_clos
         f"{process_os_user()}): checks {UNRUN} are not run"
     )
     assert verdict["reasons"] == [said]
-    shown = run_cli("unit", "show", "u2", cwd=project)
+    shown = cli("unit", "show", "u2", cwd=project)
     assert f"    {said}" in shown.stdout.splitlines()
 
 
@@ -355,7 +355,7 @@ def test_a_research_unit_whose_profile_withholds_the_agents_shell_is_refused_wit
     project: Path, tmp_path: Path
 ) -> None:
     work, scenario = _unit(tmp_path, "r1", [REPORT], unit_type="research")
-    refused = run_cli("unit", "drive", str(work), "--script", str(scenario), cwd=project)
+    refused = cli("unit", "drive", str(work), "--script", str(scenario), cwd=project)
     assert refused.returncode == 1
     assert (
         "✖ unitType: regulator does not enforce all that research asks: profile intelligence "
@@ -372,7 +372,7 @@ def test_a_unit_of_the_original_that_wrote_outside_src_and_test_does_not_close_a
     outside = {"edit": {"path": "README.md", "content": "# rewritten by the unit\n"}}
     work, scenario = _unit(tmp_path, "u3", [SWAP, outside, {"commit": "swap"}, REPORT])
     before = (project / "README.md").read_text()
-    driven = run_cli("unit", "drive", str(work), "--script", str(scenario), ACCEPT, cwd=project)
+    driven = cli("unit", "drive", str(work), "--script", str(scenario), ACCEPT, cwd=project)
     assert driven.returncode == 1, driven.stdout + driven.stderr
     assert "unit u3 closed" not in driven.stdout
     assert (project / "README.md").read_text() == before  # nothing merged
@@ -386,7 +386,7 @@ def test_a_unit_of_the_original_that_wrote_outside_src_and_test_does_not_close_a
     assert writes[0]["observation"] == f"{first}\nREADME.md\nsrc/calc.py"
     store = ExecutionStore(Layout(project))
     assert store.attempts("u3")[0].outcome == "check-failure"
-    shown = run_cli("unit", "show", "u3", cwd=project).stdout
+    shown = cli("unit", "show", "u3", cwd=project).stdout
     assert "  audit: fail (" in shown and f"    {first}" in shown.splitlines()
 
 
@@ -441,11 +441,11 @@ def test_unit_close_of_an_original_unit_type_with_unrun_checks_needs_the_flag_to
     loop.accept_unenforced = "with --accept-unenforced"
     assert loop.dispatch(contract("u6", "swap", unit_type="implement")).status == "blocked"
     assert len(_audit(project)[1]) == 1
-    refused = run_cli("unit", "close", "u6", cwd=project)
+    refused = cli("unit", "close", "u6", cwd=project)
     assert refused.returncode == 1
     assert "✖ unitType: regulator does not enforce all that implement asks" in refused.stdout
     assert len(_audit(project)[1]) == 1  # no closeout ran
-    again = run_cli("unit", "close", "u6", ACCEPT, cwd=project)
+    again = cli("unit", "close", "u6", ACCEPT, cwd=project)
     assert again.returncode == 1
     assert "unit u6: audit refused closeout: fail" in again.stdout
     assert _audit(project)[1][1]["reasons"][0].startswith("wrote outside profile implement's")
@@ -516,7 +516,7 @@ def test_unit_remediate_that_would_drive_an_unenforced_unit_type_is_refused_befo
     loop.accept_unenforced = "with --accept-unenforced"
     loop.dispatch(contract("u7", "swap", unit_type="implement"))
     before = _state(project)
-    refused = run_cli(
+    refused = cli(
         "unit", "remediate", "u7", "--by", "alice", "--note", "fixed", cwd=project
     )  # fmt: skip
     assert refused.returncode == 1
@@ -526,7 +526,7 @@ def test_unit_remediate_that_would_drive_an_unenforced_unit_type_is_refused_befo
     assert refused.stderr.rstrip().endswith("or record it with --no-drive")
     assert _state(project) == before
     # With --no-drive nothing is driven, so nothing needs accepting: remediate's own check.
-    recorded = run_cli(
+    recorded = cli(
         "unit", "remediate", "u7", "--by", "alice", "--note", "fixed", "--no-drive", cwd=project
     )  # fmt: skip
     assert "waits on no remediate decision" in recorded.stderr

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -21,7 +20,8 @@ from regulator.policy import load_definition
 from regulator.rules.execution import ExecutionStore
 from regulator.store import Layout, StoreError
 
-from .conftest import git, run_cli
+from .conftest import cli as in_process
+from .conftest import git
 
 # A FIFO that blocked a command would hang it for ever: far less than that is a failure.
 HANG = 60
@@ -38,14 +38,8 @@ LEASE_JSON = (
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """``regulator ARGS`` that must finish well before a blocked open would."""
-    return subprocess.run(
-        [sys.executable, "-m", "regulator", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=HANG,
-    )
+    """``regulator ARGS`` (in process) that must finish well before a blocked open would."""
+    return in_process(*args, cwd=cwd, timeout=HANG)
 
 
 def no_traceback(result: subprocess.CompletedProcess[str]) -> None:
@@ -86,7 +80,7 @@ def with_unit(instance: Path) -> Path:
     (state / "units" / "u1" / "unit.json").write_text(UNIT_JSON)
     (state / "leases").mkdir()
     (state / "leases" / "u1.json").write_text(LEASE_JSON)
-    assert run_cli("doctor", cwd=instance).returncode == 0
+    assert cli("doctor", cwd=instance).returncode == 0
     return instance
 
 
@@ -248,7 +242,7 @@ def own_definition(repo: Path) -> Path:
     (policies / "interaction.yaml").write_text(shipped.replace("{ name: alice,", "{ name: dana,"))
     git(repo, "add", "regulator")
     git(repo, "commit", "--quiet", "-m", "our own people")
-    result = run_cli("init", "--by", "dana", cwd=repo)
+    result = cli("init", "--by", "dana", cwd=repo)
     assert result.returncode == 0, result.stderr
     return repo
 

@@ -14,7 +14,7 @@ from regulator.protocol.entry import validate_entry
 from regulator.protocol.policies import RoutingPolicy
 from regulator.rules.router import FLOOR_TIMEOUT_S, effective_severity
 
-from .conftest import git, run_cli
+from .conftest import cli, git
 from .factory import append, message
 
 # Backtracks exponentially on a run of `a`s followed by something that is not the end.
@@ -39,7 +39,7 @@ def hostile_instance(repo: Path) -> Path:
     (policies / "routing.yaml").write_text(_routing_with_floors(HOSTILE), encoding="utf-8")
     git(repo, "add", "regulator")
     git(repo, "commit", "--quiet", "-m", "a hostile routing policy")
-    result = run_cli("init", "--by", "alice", cwd=repo)
+    result = cli("init", "--by", "alice", cwd=repo)
     assert result.returncode == 0, result.stderr
     return repo
 
@@ -51,7 +51,7 @@ def test_a_backtracking_floor_on_forty_as_does_not_hang_signals_route_and_is_app
     m = message("operational-signal", "a" * 40, unit="u1", severity="advisory")
     append(hostile_instance / ".regulator" / "signals.ndjson", m)
     started = time.monotonic()
-    result = run_cli("signals", "route", cwd=hostile_instance)
+    result = cli("signals", "route", cwd=hostile_instance)
     elapsed = time.monotonic() - started
     assert result.returncode == 0, result.stderr
     # Unbounded, (a|a)*$ on forty a's takes 2**40 steps; bounded, three floors take a second.

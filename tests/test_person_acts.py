@@ -26,7 +26,7 @@ from regulator.rules.asking import ask
 from regulator.rules.ledger import Ledger
 from regulator.store import Layout
 
-from .conftest import AGENT_MARKERS, run_cli
+from .conftest import AGENT_MARKERS, cli, run_cli
 from .room_fixture import build_fixture, copy_fixture, fixed_clock, on_the_inbox
 
 REFUSED = "regulator: a person's act is refused here: "
@@ -79,7 +79,7 @@ def test_an_answer_from_an_agent_sessions_environment_is_refused_and_writes_noth
 
 def test_the_same_answer_from_a_plain_process_is_recorded(instance: Path) -> None:
     oid = ask_consent(instance)
-    done = run_cli("answer", oid[:8], *ANSWER_YES, cwd=instance)
+    done = cli("answer", oid[:8], *ANSWER_YES, cwd=instance)
     assert done.returncode == 0, done.stderr
     assert answered_by(instance, oid) == ("resolved", "accepted", "alice")
 
@@ -343,6 +343,7 @@ async def _act_in_room(root: Path, env: dict[str, str], keys: list[str]) -> tupl
     return topbar, said
 
 
+@pytest.mark.room
 @pytest.mark.asyncio
 async def test_a_room_started_inside_an_agent_shows_its_data_but_refuses_to_act(
     demo: Path,
@@ -360,6 +361,7 @@ async def test_a_room_started_inside_an_agent_shows_its_data_but_refuses_to_act(
     assert every_file(demo) == before
 
 
+@pytest.mark.room
 @pytest.mark.asyncio
 @pytest.mark.skipif(os.getppid() <= 1, reason="this process's parent is init: none to register")
 async def test_a_room_under_a_registered_agent_process_refuses_to_act(demo: Path) -> None:

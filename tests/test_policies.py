@@ -11,7 +11,7 @@ import pytest
 from regulator.policy import PolicyError, load_definition, load_policy_file, shipped_policies_dir
 from regulator.protocol.policies import BudgetPolicy, InteractionPolicy, RoutingPolicy
 
-from .conftest import run_cli
+from .conftest import cli
 
 
 def test_the_shipped_policies_hold_the_seeds_values() -> None:
@@ -164,7 +164,7 @@ def test_doctor_refuses_a_bad_policy_and_writes_nothing(instance: Path) -> None:
     )
     (instance / "regulator" / "policies" / "routing.yaml").write_text(text)
     before = {p: p.read_bytes() for p in (instance / ".regulator").rglob("*") if p.is_file()}
-    result = run_cli("doctor", cwd=instance)
+    result = cli("doctor", cwd=instance)
     assert result.returncode == 1
     assert (
         "regulator/policies/routing.yaml:" in result.stdout
@@ -180,7 +180,7 @@ def test_status_refuses_a_bad_policy_with_a_one_line_message(instance: Path) -> 
     (instance / "regulator" / "policies" / "recovery.yaml").write_text(
         "name: recovery\nversion: [\n"
     )
-    result = run_cli("status", cwd=instance)
+    result = cli("status", cwd=instance)
     assert result.returncode == 4  # corrupt state
     assert result.stderr.startswith("regulator: regulator/policies/recovery.yaml:")
     assert "not valid YAML" in result.stderr

@@ -15,7 +15,7 @@ from regulator.rules.authority import process_os_user
 from regulator.rules.ledger import Actor, Ledger
 from regulator.store import Layout
 
-from .conftest import run_cli
+from .conftest import cli, run_cli
 
 SPOOFED = {"LOGNAME": "carol", "USER": "carol", "LNAME": "carol", "USERNAME": "carol"}
 SHIPPED_INTERACTION = (Path(__file__).parent.parent / "policies" / "interaction.yaml").read_text()
@@ -82,7 +82,7 @@ def test_provenance_records_the_shipped_definition_when_the_instance_has_none(
     # As an instance made under a --definition elsewhere has: init wrote it no policy.
     shutil.rmtree(instance / "regulator")
     oid = open_one(instance)
-    assert run_cli("obligation", "ack", oid, "--by", "bob", cwd=instance).returncode == 0
+    assert cli("obligation", "ack", oid, "--by", "bob", cwd=instance).returncode == 0
     assert last_provenance(instance)["definition"] == "shipped"
 
 
@@ -92,12 +92,12 @@ def test_provenance_records_the_definition_a_command_ran_under(
     own = definition_with(instance / "regulator", "{ name: dana, resolveUpTo: info, "
                           "acceptRisk: false, actAsS5: false }")  # fmt: skip
     oid = open_one(instance)
-    assert run_cli("obligation", "ack", oid, "--by", "bob", cwd=instance).returncode == 0
+    assert cli("obligation", "ack", oid, "--by", "bob", cwd=instance).returncode == 0
     assert last_provenance(instance)["definition"] == str(own.resolve())
     # The same people (a second definition may not bring others), other policies.
     brought = definition_with(tmp_path / "elsewhere", "{ name: dana, resolveUpTo: info, "
                               "acceptRisk: false, actAsS5: false }")  # fmt: skip
-    done = run_cli(
+    done = cli(
         "obligation", "resolve", oid, "--by", "alice", "--disposition", "fixed",
         "--rationale", "r", "--definition", str(brought), cwd=instance,
     )  # fmt: skip

@@ -16,7 +16,7 @@ from regulator.rules.execution import ExecutionStore
 from regulator.rules.ledger import Ledger
 from regulator.store import Layout
 
-from .conftest import run_cli
+from .conftest import cli, run_cli
 from .test_unit_show import contract
 
 CHANNEL_SECRET = "dora-Ntfy-Pass-0042"
@@ -144,5 +144,5 @@ def test_a_fifo_planted_as_the_interaction_policy_does_not_stop_obligations(
     policies.mkdir(parents=True, exist_ok=True)
     (policies / "interaction.yaml").unlink(missing_ok=True)  # init's, replaced by the FIFO
     os.mkfifo(policies / "interaction.yaml")
-    listed = run_cli("obligations", cwd=instance)
+    listed = cli("obligations", cwd=instance)
     assert listed.returncode == 0, listed.stderr

@@ -391,6 +391,7 @@ def test_the_mcp_server_answers_a_tool_that_breaks_as_an_error_result_not_a_cras
     assert result.content[0].text == "report_result failed: KeyError: 'boom'"
 
 
+@pytest.mark.room
 async def test_the_room_shows_a_host_failure_as_the_dialogs_refusal_and_stays_open(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

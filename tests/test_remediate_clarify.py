@@ -10,7 +10,7 @@ from regulator.host.loop import Loop
 from regulator.rules.audit_log import AuditLog
 from regulator.store import Layout
 
-from .conftest import run_cli
+from .conftest import cli
 from .test_loop import SILENT, contract_with, loop_for, project, write_scenario
 from .test_replan import CLOSES, _state, policy_committed
 
@@ -30,7 +30,7 @@ def driven_once(root: Path, unit_id: str, action: str) -> tuple[Path, Path]:
     contract = root.parent / f"{unit_id}.json"
     contract.write_text(json.dumps(contract_with(unit_id).to_json_dict()))
     script = write_scenario(root, unit_id, {"attempts": [SILENT, CLOSES]})
-    first = run_cli("unit", "drive", str(contract), "--script", str(script), cwd=root)
+    first = cli("unit", "drive", str(contract), "--script", str(script), cwd=root)
     assert first.returncode == 1 and f"no-report → {action}" in first.stdout, first.stdout
     return contract, script
 
@@ -43,7 +43,7 @@ def test_a_remediation_with_a_passing_command_resolves_the_wait_and_the_unit_clo
     project: Path,
 ) -> None:
     _, script = driven_once(project, "docs", "remediate")
-    done = run_cli(
+    done = cli(
         "unit", "remediate", "docs", "--by", "alice", "--note", "installed mkdocs",
         "--run", "git --version", "--script", str(script), cwd=project,
     )  # fmt: skip
@@ -63,14 +63,14 @@ def test_a_remediation_with_a_passing_command_resolves_the_wait_and_the_unit_clo
 def test_a_remediation_whose_command_fails_is_refused_and_writes_nothing(project: Path) -> None:
     driven_once(project, "docs2", "remediate")
     before = _state(project)
-    failed = run_cli(
+    failed = cli(
         "unit", "remediate", "docs2", "--by", "alice", "--note", "fixed it",
         "--run", "git no-such-command", cwd=project,
     )  # fmt: skip
     assert failed.returncode == 1
     assert "the remediation is not recorded" in failed.stderr
     assert _state(project) == before
-    unauthorized = run_cli(
+    unauthorized = cli(
         "unit", "remediate", "docs2", "--by", "mallory", "--note", "fixed it", cwd=project
     )
     assert unauthorized.returncode == 1 and "mallory" in unauthorized.stderr
@@ -79,7 +79,7 @@ def test_a_remediation_whose_command_fails_is_refused_and_writes_nothing(project
 
 def test_remediate_is_refused_for_a_unit_that_waits_on_something_else(project: Path) -> None:
     driven_once(project, "asks", "replan")
-    refused = run_cli(
+    refused = cli(
         "unit", "remediate", "asks", "--by", "alice", "--note", "n", "--no-drive", cwd=project
     )
     assert refused.returncode == 1
@@ -105,13 +105,13 @@ def test_a_clarify_decision_asks_a_clarification_whose_answer_is_the_next_attemp
     assert waiting.obligation.id == question.id
 
     # Not answered: driving again is refused by the veto.
-    held = run_cli("unit", "drive", str(contract), "--script", str(script), cwd=project)
+    held = cli("unit", "drive", str(contract), "--script", str(script), cwd=project)
     assert held.returncode == 1
-    answered = run_cli(
+    answered = cli(
         "answer", question.id[:8], "--by", "alice", "--answer", "keep the old format", cwd=project
     )
     assert answered.returncode == 0, answered.stderr
-    again = run_cli("unit", "drive", str(contract), "--script", str(script), cwd=project)
+    again = cli("unit", "drive", str(contract), "--script", str(script), cwd=project)
     assert again.returncode == 0, again.stdout + again.stderr
     prompt = (Layout(project).unit_dir("shape") / "prompt.a2.md").read_text()
     assert (

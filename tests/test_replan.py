@@ -15,7 +15,7 @@ from regulator.rules.ledger import Actor
 from regulator.store import Layout
 from regulator.views.timeline import contract_versions, unit_timeline
 
-from .conftest import git, run_cli
+from .conftest import cli, git
 from .test_loop import SILENT, contract_with, loop_for, project, with_policy, write_scenario
 
 __all__ = ["project"]  # the fixture, shared with the loop's tests
@@ -80,7 +80,7 @@ def test_a_replan_decision_then_unit_replan_and_drive_close_the_unit_under_versi
     }
     script = write_scenario(project, "parser", {"attempts": [SILENT, reports_d2]})
 
-    first = run_cli("unit", "drive", str(v1_path), "--script", str(script), cwd=project)
+    first = cli("unit", "drive", str(v1_path), "--script", str(script), cwd=project)
     assert first.returncode == 1
     assert "no-report → replan" in first.stdout
     assert "unit parser: replan (no-report)" in first.stdout
@@ -91,7 +91,7 @@ def test_a_replan_decision_then_unit_replan_and_drive_close_the_unit_under_versi
     edited["delegated"] = [{"id": "d2", "subject": "the grammar tool", "bounds": "stdlib"}]
     v2_path = project.parent / "parser.v2.json"
     v2_path.write_text(json.dumps(edited))
-    replanned = run_cli(
+    replanned = cli(
         "unit",
         "replan",
         "parser",
@@ -126,7 +126,7 @@ def test_a_replan_decision_then_unit_replan_and_drive_close_the_unit_under_versi
     # The new version is what `unit drive` runs now, with the replan told to the attempt.
     v2_file = project.parent / "parser.v2.written.json"
     v2_file.write_text(json.dumps(written.to_json_dict()))
-    driven = run_cli("unit", "drive", str(v2_file), "--script", str(script), cwd=project)
+    driven = cli("unit", "drive", str(v2_file), "--script", str(script), cwd=project)
     assert driven.returncode == 0, driven.stdout + driven.stderr
     assert "unit parser closed" in driven.stdout
     attempts = loop.store.attempts("parser")
@@ -199,7 +199,7 @@ def test_a_refused_replan_writes_nothing(project: Path) -> None:
     dropped["fixed"] = []
     path = project.parent / "p2.v2.json"
     path.write_text(json.dumps(dropped))
-    refused = run_cli(
+    refused = cli(
         "unit", "replan", "p2", "--contract", str(path), "--by", "alice", "--reason", "x",
         cwd=project,
     )  # fmt: skip
@@ -208,7 +208,7 @@ def test_a_refused_replan_writes_nothing(project: Path) -> None:
     assert "the replan of unit p2 is refused" in refused.stderr
     ok = project.parent / "p2.ok.json"
     ok.write_text(json.dumps(v1.to_json_dict()))
-    mallory = run_cli(
+    mallory = cli(
         "unit", "replan", "p2", "--contract", str(ok), "--by", "mallory", "--reason", "x",
         cwd=project,
     )  # fmt: skip

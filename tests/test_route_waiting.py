@@ -8,7 +8,7 @@ from typing import Any
 
 from regulator.host.demo import contract
 
-from .conftest import run_cli
+from .conftest import cli
 from .test_loop import SILENT, loop_for, project, with_policy, write_contract, write_scenario
 
 __all__ = ["project"]  # the fixture, used here as in test_loop
@@ -27,7 +27,7 @@ def waiting_unit(project: Path) -> str:
     with_policy(project, "recovery", always_retry)
     work = write_contract(project, "u2")
     scenario = write_scenario(project, "silent", {"attempts": [SILENT]})
-    driven = run_cli("unit", "drive", str(work), "--script", str(scenario), cwd=project)
+    driven = cli("unit", "drive", str(work), "--script", str(scenario), cwd=project)
     assert driven.returncode == 1 and "escalate" in driven.stdout, driven.stdout + driven.stderr
     return "u2"
 
@@ -40,7 +40,7 @@ def test_a_second_unit_route_on_a_unit_waiting_on_its_recovery_decision_writes_n
     [wait] = [o for o in loop.owed(unit) if o.concern == "recovery-decision"]
     before = snapshot(project)
     for _ in range(2):
-        routed = run_cli("unit", "route", unit, cwd=project)
+        routed = cli("unit", "route", unit, cwd=project)
         assert routed.returncode == 0, routed.stderr
         assert routed.stdout == (
             f"unit {unit} already waits on its recovery decision (obligation {wait.id[:8]}, "
@@ -69,11 +69,11 @@ def test_once_the_recovery_decision_is_resolved_the_unit_can_be_routed_again(
     unit = waiting_unit(project)
     loop = loop_for(project, {"attempts": [SILENT]})
     [wait] = [o for o in loop.owed(unit) if o.concern == "recovery-decision"]
-    done = run_cli(
+    done = cli(
         "obligation", "resolve", wait.id, "--by", "alice", "--disposition", "rework",
         "--rationale", "try again", cwd=project,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    routed = run_cli("unit", "route", unit, cwd=project)
+    routed = cli("unit", "route", unit, cwd=project)
     assert "already waits" not in routed.stdout
     assert "occurrence 4" in routed.stdout

@@ -13,7 +13,7 @@ from regulator.rules.ledger import Ledger
 from regulator.store import Layout, append_lines
 from regulator.views.redaction import REDACTED, Redactor
 
-from .conftest import git, run_cli
+from .conftest import cli, git
 from .factory import append, message
 
 # Built from parts, so that no credential-shaped literal sits in the repository.
@@ -80,7 +80,7 @@ def test_canaries_and_credentials_never_appear_in_status_text_or_json(
     (repo / ".env").write_text(f"API_TOKEN={OUTER}\nINNER_SECRET={INNER}\n", encoding="utf-8")
     git(repo, "add", ".env")
     git(repo, "commit", "--quiet", "-m", "env")
-    assert run_cli("init", "--by", "alice", cwd=repo).returncode == 0
+    assert cli("init", "--by", "alice", cwd=repo).returncode == 0
     layout = Layout(repo)
     ledger = Ledger(layout)
     # Everywhere a record carries text an agent wrote: a signal still unrouted, an obligation's
@@ -113,7 +113,7 @@ def test_canaries_and_credentials_never_appear_in_status_text_or_json(
 
     secrets = [OUTER, INNER, GITHUB, AWS, OUTER[-12:]]
     for args in (("status",), ("status", "--json")):
-        result = run_cli(*args, cwd=repo)
+        result = cli(*args, cwd=repo)
         assert result.returncode in (0, 1), result.stderr
         shown = result.stdout + result.stderr
         assert "rotate" in shown or "about" in shown  # the records are there, their secrets not

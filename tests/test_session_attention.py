@@ -34,7 +34,7 @@ from regulator.rules.regulatory_log import RegulatoryLog
 from regulator.store import Layout
 from regulator.views.attention import attention_report, render_attention
 
-from .conftest import git, run_cli
+from .conftest import cli, git
 from .test_attention import Asker
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -276,7 +276,7 @@ def test_attention_json_holds_the_session_figures_and_the_hosts_questions(instan
     asker = Asker(instance)
     answered(asker, "uat", tools.unit_id, clock.moment)
     answered(asker, "consent", tools.unit_id, clock.moment + M, raised_by="S3")
-    done = run_cli("attention", "--json", cwd=instance)
+    done = cli("attention", "--json", cwd=instance)
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert (data["asked"], data["host"]["asked"], data["perAttempt"]) == (2, 1, [])

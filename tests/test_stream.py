@@ -20,7 +20,7 @@ from regulator.policy import load_definition
 from regulator.rules.asking import ask
 from regulator.rules.ledger import Ledger
 from regulator.store import Layout
-from tests.conftest import run_cli
+from tests.conftest import cli, run_cli
 
 CANARY = "canary-Zq81-value-DO-NOT-SHOW"
 
@@ -83,7 +83,7 @@ def test_an_answer_given_as_the_remote_cli_streams_the_resolved_state_and_its_os
     oid = asks(root, "deploy")
     cursor = stream_once(root)[-1]["cursor"]
     # The room's act goes as the remote CLI command: authority and provenance are the host's.
-    answered = run_cli("answer", oid[:8], "--by", "alice", "--answer", "yes", cwd=root)
+    answered = cli("answer", oid[:8], "--by", "alice", "--answer", "yes", cwd=root)
     assert answered.returncode == 0, answered.stderr
     items = stream_once(root, cursor)
     [o] = [i["obligation"] for i in items if i["type"] == "obligation"]
@@ -96,7 +96,7 @@ def test_an_answer_given_as_the_remote_cli_streams_the_resolved_state_and_its_os
     # An acknowledgement is one obligation event: its new state is streamed too.
     other = asks(root, "second")
     cursor = stream_once(root, items[-1]["cursor"])[-1]["cursor"]
-    acked = run_cli("obligation", "ack", other[:8], "--by", "alice", cwd=root)
+    acked = cli("obligation", "ack", other[:8], "--by", "alice", cwd=root)
     assert acked.returncode == 0, acked.stderr
     items = stream_once(root, cursor)
     states = {i["obligation"]["id"]: i["obligation"] for i in items if i["type"] == "obligation"}
@@ -114,7 +114,7 @@ def test_a_cursor_past_the_end_of_a_replaced_log_starts_over_with_reset(tmp_path
 
 def test_a_malformed_cursor_is_refused_naming_the_argument(tmp_path: Path) -> None:
     root = make(tmp_path / "remote")
-    result = run_cli("stream", "--instance", str(root), "--since", "12abc", "--once", cwd=root)
+    result = cli("stream", "--instance", str(root), "--since", "12abc", "--once", cwd=root)
     assert result.returncode == 2 and "--since" in result.stderr and result.stdout == ""
 
 

@@ -9,7 +9,7 @@ from regulator.protocol.execution import FailureObservation, WorkContract
 from regulator.rules.execution import ExecutionStore
 from regulator.store import Layout
 
-from .conftest import run_cli
+from .conftest import cli
 
 
 def contract() -> WorkContract:
@@ -74,7 +74,7 @@ def test_unit_show_lists_each_attempts_failure_observations_under_that_attempt(
     instance: Path,
 ) -> None:
     a_unit_with_observations(instance)
-    shown = run_cli("unit", "show", "u1", cwd=instance)
+    shown = cli("unit", "show", "u1", cwd=instance)
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
     start = lines.index("  attempt 1: no-report")
@@ -102,7 +102,7 @@ def test_unit_show_prints_an_observations_control_characters_as_visible_text(
         toolName="sh\x1b[2J",
         message="ok\r\x1b]52;c;ZXZpbA==\x07\u202eevil\nnext line",
     )
-    shown = run_cli("unit", "show", "u1", cwd=instance)
+    shown = cli("unit", "show", "u1", cwd=instance)
     assert shown.returncode == 0, shown.stderr
     assert "\x1b" not in shown.stdout and "\r" not in shown.stdout
     assert "\u202e" not in shown.stdout and "\x07" not in shown.stdout

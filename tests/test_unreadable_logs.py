@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import run_cli
+from .conftest import cli
 from .test_unit_show import a_unit_with_observations
 
 
@@ -45,8 +45,8 @@ def fifo_signals(instance: Path) -> Path:
 def test_a_fifo_signals_log_is_refused_by_every_reader_naming_it(
     instance: Path, fifo_signals: Path, argv: list[str]
 ) -> None:
-    # run_cli's timeout stands for "never blocks on the FIFO".
-    refused_naming(run_cli(*argv, cwd=instance), fifo_signals)
+    # cli's timeout (a SIGALRM) stands for "never blocks on the FIFO".
+    refused_naming(cli(*argv, cwd=instance), fifo_signals)
 
 
 @pytest.mark.parametrize("what", ["fifo", "directory", "symlink"])
@@ -63,11 +63,11 @@ def test_obligations_refuses_a_signals_log_that_is_not_a_regular_file(
     else:
         (tmp_path / "elsewhere.ndjson").write_text("")
         signals.symlink_to(tmp_path / "elsewhere.ndjson")
-    refused_naming(run_cli("obligations", cwd=instance), signals)
+    refused_naming(cli("obligations", cwd=instance), signals)
 
 
 def test_doctor_names_a_fifo_signals_log_and_exits_1(instance: Path, fifo_signals: Path) -> None:
-    doctor = run_cli("doctor", cwd=instance)
+    doctor = cli("doctor", cwd=instance)
     assert doctor.returncode == 1
     assert f"{fifo_signals}: is a FIFO, not a regular file" in doctor.stdout
 
@@ -93,7 +93,7 @@ def test_any_log_or_record_that_is_a_fifo_is_refused_by_its_reader(
         path.unlink()
     path.parent.mkdir(parents=True, exist_ok=True)
     os.mkfifo(path)
-    refused_naming(run_cli(*argv, cwd=instance), path)
+    refused_naming(cli(*argv, cwd=instance), path)
 
 
 def test_status_shows_a_misplaced_entry_it_does_not_read_and_exits_1(instance: Path) -> None:
@@ -102,7 +102,7 @@ def test_status_shows_a_misplaced_entry_it_does_not_read_and_exits_1(instance: P
     leases = instance / ".regulator" / "leases"
     leases.mkdir(exist_ok=True)
     os.mkfifo(leases / "u1.json")
-    status = run_cli("status", cwd=instance)
+    status = cli("status", cwd=instance)
     assert status.returncode == 4  # corrupt state
     assert ".regulator/leases/u1.json: is a FIFO" in status.stdout
     assert status.stderr.splitlines() == [
