@@ -360,9 +360,9 @@ def test_a_here_document_is_read_only_where_bash_ends_it_as_the_parser_does(
 )
 def test_a_pathological_line_is_decided_well_under_a_second(command: str) -> None:
     # The regular expression took 43 s on the first and over 120 s on the second.
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: the suite's other workers share the CPUs
     asked(command)
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - started < 1.0
 
 
 def test_a_line_longer_than_the_parsers_limit_is_asked_unread() -> None:
@@ -372,9 +372,11 @@ def test_a_line_longer_than_the_parsers_limit_is_asked_unread() -> None:
 
 
 def test_a_dense_line_just_under_the_limit_is_decided_in_a_second() -> None:
-    started = time.perf_counter()
+    # CPU time, not the clock: the suite's workers share the CPUs, and a wall-clock bound
+    # failed at 1.03 s beside them where the decision itself takes 0.28 s.
+    started = time.process_time()
     assert asked("ls " + "$(a) " * ((MAX_BYTES - 10) // 5))
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - started < 1.0
 
 
 # -- agents.yaml ---------------------------------------------------------------------------

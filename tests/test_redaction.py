@@ -163,9 +163,9 @@ def test_long_text_is_capped_with_an_ellipsis() -> None:
 
 def test_redaction_is_fast_and_never_raises() -> None:
     huge = ("word " * 2_000_000) + SECRETS["github"]
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: the suite's other workers share the CPUs
     out = REDACTOR.redact(huge)
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0
     assert len(out) == MAX_CHARS + 1
     for odd in ("\ud800 lone surrogate", "", "\x00" * 10, "«redacted»" * 300):
         assert isinstance(REDACTOR.redact(odd), str)
