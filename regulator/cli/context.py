@@ -91,6 +91,12 @@ def print_json(value: Any) -> None:
     buffer.flush()
 
 
+def print_done(root: Path, value: dict[str, Any]) -> None:
+    """What an act did, as the one JSON object ``--json`` prints on stdout (docs/triage.md),
+    redacted as every record a command prints is. A refusal never reaches here."""
+    print_json(redactor(root).redact_json(value))
+
+
 def emit_json(value: Any) -> None:
     """One line of compact JSON, for an agent reading a command's reply; a bidi override or
     zero-width character in a string is written as an escape, so a person running it from a

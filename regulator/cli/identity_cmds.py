@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from regulator.cli.context import acting_definition, instance_root
+from regulator.cli.context import acting_definition, instance_root, print_done
 from regulator.cli.errors import UsageError
 from regulator.protocol.text import visible
 
@@ -38,7 +38,7 @@ def _decide(args: argparse.Namespace, *, accept: bool) -> str | None:
                 rationale=args.rationale,
             )
             if args.json:
-                _print(
+                print_done(
                     root,
                     {
                         "act": "accept-proposal",
@@ -56,7 +56,7 @@ def _decide(args: argparse.Namespace, *, accept: bool) -> str | None:
             )
         state = reject_proposal(ledger, policy, args.id, args.by, actor, rationale=args.rationale)
         if args.json:
-            _print(root, {"act": "reject-proposal", "obligation": state.to_json_dict()})
+            print_done(root, {"act": "reject-proposal", "obligation": state.to_json_dict()})
             return None
         return (
             f"proposal {state.id[:8]} rejected by {args.by} (S5): {args.rationale}; "
@@ -64,13 +64,6 @@ def _decide(args: argparse.Namespace, *, accept: bool) -> str | None:
         )
     except IdentityUsageError as exc:
         raise UsageError(str(exc)) from None
-
-
-def _print(root: Path, value: dict[str, object]) -> None:
-    """What was decided as one object, as the acts on an obligation print it (docs/triage.md)."""
-    from regulator.cli.context import print_json, redactor
-
-    print_json(redactor(root).redact_json(value))
 
 
 def cmd_accept(args: argparse.Namespace) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from regulator.cli.context import acting_definition, instance_root, print_json
+from regulator.cli.context import acting_definition, instance_root, print_done, print_json
 from regulator.protocol.text import visible
 from regulator.rules.memory_store import MemoryState
 
@@ -69,11 +69,7 @@ def cmd_retract(args: argparse.Namespace) -> int:
     if args.json:
         # What was done as one object, as the acts on an obligation print it (docs/triage.md):
         # the retraction as memory.ndjson holds it.
-        from regulator.cli.context import redactor
-
-        print_json(
-            redactor(root).redact_json({"act": "retract", "retraction": event.to_json_dict()})
-        )
+        print_done(root, {"act": "retract", "retraction": event.to_json_dict()})
         return 0
     print(visible(f"memory {event.memory_id[:8]} retracted by {event.by}: {event.reason}"))
     return 0

@@ -11,6 +11,7 @@ from regulator.cli.context import (
     acting_definition,
     definition,
     instance_root,
+    print_done,
     print_json,
     redactor,
 )
@@ -222,7 +223,7 @@ def _print_done(args: argparse.Namespace, layout: Layout, act: str, **what: obje
     value: dict[str, object] = {"act": act}
     for key, item in what.items():
         value[key] = item.to_json_dict() if isinstance(item, ObligationState) else item
-    print_json(redactor(layout.root).redact_json(value))
+    print_done(layout.root, value)
     return True
 
 
