@@ -10,13 +10,20 @@ from typing import Any
 import pytest
 
 from regulator.cli.main import main
+from regulator.store import Layout
 
-from .conftest import git, run_cli
+from .conftest import cli, git, run_cli
 from .test_cli_obligations import ask_one, open_one, snapshot
 from .test_identity import NEW_INVARIANTS, OLD_INVARIANTS, head
 from .test_identity import open_obligation as open_proposal
 from .test_identity import snapshot as identity_snapshot
+from .test_loop import SILENT, contract_with, project, write_contract, write_scenario
 from .test_memory import seed
+from .test_remediate_clarify import driven_once, first_is
+from .test_replan import CLOSES, FIXED, policy_committed
+from .test_route_waiting import waiting_unit
+
+__all__ = ["project"]  # the fixture, shared with the loop's tests
 
 
 def act(capsys: pytest.CaptureFixture[str], root: Path, *args: str) -> tuple[int, str, str]:
@@ -246,3 +253,215 @@ def test_identity_accept_json_names_the_commit_and_reject_the_obligation(
     )
     assert (code, out) == (1, "") and "terminal records do not reopen" in err
     assert identity_snapshot(base) == before
+
+
+# --- the acting unit commands: drive, dispatch, close, accept, route, replan, remediate ---------
+
+
+def unit_json(root: Path, *args: str, code: int = 0) -> dict[str, Any]:
+    """``regulator ARGS --json`` run in this process: stdout is exactly one JSON object."""
+    result = cli(*args, "--json", cwd=root)
+    assert result.returncode == code, result.stdout + result.stderr
+    value = json.loads(result.stdout)  # one object, no progress line before it
+    assert isinstance(value, dict)
+    return value
+
+
+def unit_refused(root: Path, *args: str) -> str:
+    """A refusal with ``--json``: exit 1, nothing on stdout, nothing written; its stderr."""
+    before = unit_files(root)
+    result = cli(*args, "--json", cwd=root)
+    assert (result.returncode, result.stdout) == (1, ""), result.stdout + result.stderr
+    assert result.stderr.startswith("regulator: ")
+    assert unit_files(root) == before
+    return result.stderr
+
+
+def unit_files(root: Path) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in (root / ".regulator").rglob("*") if p.is_file()}
+
+
+def test_unit_drive_json_is_the_unit_its_contract_how_it_ended_and_the_decisions(
+    project: Path,
+) -> None:
+    closes = write_contract(project, "d1")
+    script = write_scenario(project, "closes", {"attempts": [CLOSES]})
+    got = unit_json(project, "unit", "drive", str(closes), "--script", str(script))
+    assert got["act"] == "drive" and got["unit"] == "d1"
+    assert got["contract"] == {"id": "d1-c", "version": 1}
+    assert got["status"] == "closed" and got["merged"] == git(project, "rev-parse", "HEAD").strip()
+    assert (got["decisions"], got["owed"], got["problems"]) == ([], [], [])
+    # Ended blocked: the decisions made on the way and what the unit is owed, exit 1 as without.
+    driven_to_replan = write_contract(project, "d2")
+    policy_committed(project, "recovery", first_is("replan"))
+    silent = write_scenario(project, "silent", {"attempts": [SILENT]})
+    got = unit_json(
+        project, "unit", "drive", str(driven_to_replan), "--script", str(silent), code=1
+    )
+    assert got["status"] == "blocked"
+    assert got["reason"] == "the unit ended without calling report_result"
+    [decision] = got["decisions"]
+    assert (decision["cause"], decision["action"], decision["unitId"]) == (
+        "no-report",
+        "replan",
+        "d2",
+    )
+    assert [o["concern"] for o in got["owed"]] == ["recovery-decision"]
+    # Refused by the gate: the problem on stderr, nothing on stdout.
+    again = unit_refused(project, "unit", "drive", str(closes), "--script", str(script))
+    assert "d1" in again
+
+
+def test_unit_dispatch_json_then_close_json_once_the_work_passes(project: Path) -> None:
+    broken = {
+        "steps": [
+            {"edit": {"path": "calc.py", "content": "def add(a, b):\n    return a - b\n"}},
+            {"commit": "subtract"},
+            {"report": {"summary": "done"}},
+        ]
+    }
+    script = write_scenario(project, "broken", {"attempts": [broken]})
+    work = write_contract(project, "c1")
+    got = unit_json(project, "unit", "dispatch", str(work), "--script", str(script), code=1)
+    assert got["act"] == "dispatch" and got["unit"] == "c1"
+    assert got["contract"] == {"id": "c1-c", "version": 1}
+    assert got["status"] == "blocked" and "audit refused closeout" in got["reason"]
+    assert got["merged"] is None
+    # Mended in the unit's worktree and committed: `unit close` audits it again and closes.
+    tree = Layout(project).worktree("c1")
+    (tree / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    git(tree, "commit", "-q", "-am", "mended")
+    # Held first by the audit finding it owes, as without --json (exit 1).
+    got = unit_json(project, "unit", "close", "c1", code=1)
+    assert got["act"] == "close" and got["status"] == "held" and got["merged"] is None
+    [finding] = got["owed"]
+    assert finding["concern"] == "audit-finding"
+    assert got["problems"] == [
+        f"obligations: obligation {finding['id'][:8]} (S3, blocking, audit-finding): "
+        "unit c1: closeout refused (fail) must be dispositioned before close"
+    ]
+    resolved = cli(
+        "obligation", "resolve", finding["id"], "--by", "alice", "--disposition", "fixed",
+        "--rationale", "mended", cwd=project,
+    )  # fmt: skip
+    assert resolved.returncode == 0, resolved.stderr
+    got = unit_json(project, "unit", "close", "c1")
+    assert got["act"] == "close" and got["unit"] == "c1"
+    assert got["status"] == "closed" and got["merged"] == git(project, "rev-parse", "HEAD").strip()
+    # Closed: nothing to close, refused, and nothing on stdout.
+    assert "nothing to close" in unit_refused(project, "unit", "close", "c1")
+
+
+def test_unit_accept_json_is_the_acceptance_as_recorded(project: Path) -> None:
+    work = write_contract(project, "a1", tests=True)
+    script = write_scenario(project, "closes", {"attempts": [CLOSES]})
+    # Whatever the drive comes to (no test evidence reported: blocked), the contract is recorded.
+    cli("unit", "drive", str(work), "--script", str(script), cwd=project)
+    got = unit_json(
+        project, "unit", "accept", "a1", "tests-pass", "--by", "alice", "--note", "seen"
+    )
+    assert got["act"] == "accept-criterion" and got["unit"] == "a1"
+    recorded = got["acceptance"]
+    assert (recorded["criterion"], recorded["disposition"], recorded["by"]) == (
+        "tests-pass", "accepted", "alice",
+    )  # fmt: skip
+    assert recorded["note"] == "seen" and recorded["unitId"] == "a1"
+    got = unit_json(project, "unit", "accept", "a1", "tests-pass", "--by", "alice", "--reject")
+    assert got["act"] == "reject-criterion" and got["acceptance"]["disposition"] == "rejected"
+    assert "not an evidence expectation" in unit_refused(
+        project, "unit", "accept", "a1", "nope", "--by", "alice"
+    )
+
+
+def test_unit_route_json_says_what_was_routed_or_why_nothing_was(project: Path) -> None:
+    unit = waiting_unit(project)
+    got = unit_json(project, "unit", "route", unit)
+    assert got["act"] == "route" and got["unit"] == unit and got["decision"] is None
+    wait = got["awaiting"]
+    assert wait["concern"] == "recovery-decision"
+    assert got["nothingRouted"] == (
+        f"unit {unit} already waits on its recovery decision (obligation {wait['id'][:8]}, "
+        f"owed to {wait['consumer']}); nothing routed"
+    )
+    assert [o["id"] for o in got["owed"]] == [wait["id"]]
+    assert "nope" in unit_refused(project, "unit", "route", "nope")
+
+
+def _replan_v2(root: Path, unit_id: str) -> Path:
+    edited = contract_with(unit_id).to_json_dict()
+    edited["objective"] = "a narrower objective"
+    path = root.parent / f"{unit_id}.v2.json"
+    path.write_text(json.dumps(edited))
+    return path
+
+
+def test_unit_replan_json_names_both_versions_the_wait_resolved_and_the_drive(
+    project: Path,
+) -> None:
+    _, script = driven_once(project, "r1", "replan")
+    v2 = _replan_v2(project, "r1")
+    refused = unit_refused(
+        project, "unit", "replan", "r1", "--contract", str(v2), "--by", "mallory", "--reason", "x"
+    )
+    assert "mallory" in refused
+    got = unit_json(
+        project, "unit", "replan", "r1", "--contract", str(v2), "--by", "alice",
+        "--reason", "narrower", "--script", str(script),
+    )  # fmt: skip
+    assert got["act"] == "replan" and got["unit"] == "r1"
+    assert got["contract"] == {"id": "r1-c", "version": 2}
+    assert got["predecessor"] == {"id": "r1-c", "version": 1}
+    assert got["reason"] == "narrower" and any("objective" in c for c in got["changes"])
+    resolved = got["resolved"]
+    assert (resolved["status"], resolved["disposition"], resolved["closedBy"]) == (
+        "resolved", "replan", "alice",
+    )  # fmt: skip
+    drive = got["drive"]
+    assert drive["act"] == "drive" and drive["contract"] == {"id": "r1-c", "version": 2}
+    assert (
+        drive["status"] == "closed" and drive["merged"] == git(project, "rev-parse", "HEAD").strip()
+    )
+
+
+def test_unit_remediate_json_is_the_resolution_its_evidence_and_the_drive(
+    project: Path,
+) -> None:
+    driven_once(project, "m1", "remediate")
+    before = unit_files(project)
+    failed = cli(
+        "unit", "remediate", "m1", "--by", "alice", "--note", "fixed it",
+        "--run", "git no-such-command", "--json", cwd=project,
+    )  # fmt: skip
+    assert (failed.returncode, failed.stdout) == (1, "")
+    assert "the remediation is not recorded" in failed.stderr
+    assert unit_files(project) == before
+    got = unit_json(
+        project, "unit", "remediate", "m1", "--by", "alice", "--note", "installed it",
+        "--run", "git --version", "--no-drive",
+    )  # fmt: skip
+    assert got["act"] == "remediate" and got["unit"] == "m1" and got["drive"] is None
+    assert got["obligation"]["disposition"] == "fixed"
+    assert got["obligation"]["rationale"].startswith("remediated: installed it")
+    assert got["evidence"]["check"] == "remediate" and got["evidence"]["verdict"] == "pass"
+
+
+def test_a_replan_the_gate_refuses_with_json_says_its_problems_on_stderr_only(
+    project: Path,
+) -> None:
+    policy_committed(project, "recovery", first_is("replan"))
+    v1 = contract_with("p3", fixed=FIXED)
+    first = project.parent / "p3.json"
+    first.write_text(json.dumps(v1.to_json_dict()))
+    silent = write_scenario(project, "silent", {"attempts": [SILENT]})
+    assert cli("unit", "drive", str(first), "--script", str(silent), cwd=project).returncode == 1
+    dropped = {**v1.to_json_dict(), "fixed": []}
+    path = project.parent / "p3.v2.json"
+    path.write_text(json.dumps(dropped))
+    err = unit_refused(
+        project, "unit", "replan", "p3", "--contract", str(path), "--by", "alice", "--reason", "x"
+    )
+    assert err.splitlines() == [
+        f"regulator: {path}: the replan of unit p3 is refused",
+        'regulator: ✖ fixed: decision "d1" of v1 is dropped without being revisited: carry it '
+        "unchanged, or name it in provenance.predecessor.reason",
+    ]

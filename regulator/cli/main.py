@@ -313,6 +313,7 @@ def _unit_commands(sub: Any) -> None:
     p.add_argument("contract", metavar="CONTRACT", help="the work contract (JSON)")
     p.add_argument("--script", metavar="FILE", help=script_help)
     p.add_argument("--accept-unenforced", action="store_true", help=accept_help)
+    _act_json(p)
     p = _command(
         us,
         "dispatch",
@@ -323,6 +324,7 @@ def _unit_commands(sub: Any) -> None:
     p.add_argument("contract", metavar="CONTRACT", help="the work contract (JSON)")
     p.add_argument("--script", metavar="FILE", help=script_help)
     p.add_argument("--accept-unenforced", action="store_true", help=accept_help)
+    _act_json(p)
     for name, handler, text, example in (
         (
             "route",
@@ -353,6 +355,8 @@ def _unit_commands(sub: Any) -> None:
         p.add_argument("id", metavar="UNIT", help="the unit id")
         if name == "close":
             p.add_argument("--accept-unenforced", action="store_true", help=accept_help)
+        if name in ("route", "close"):
+            _act_json(p)
     _command(
         us,
         "status",
@@ -372,6 +376,7 @@ def _unit_commands(sub: Any) -> None:
     _by(p)
     p.add_argument("--reject", action="store_true", help="record a rejection instead")
     p.add_argument("--note", metavar="TEXT", help="an optional note")
+    _act_json(p)
     no_drive = "only record it; do not drive the unit again"
     p = _command(
         us,
@@ -392,6 +397,7 @@ def _unit_commands(sub: Any) -> None:
     p.add_argument("--script", metavar="FILE", help=script_help)
     p.add_argument("--no-drive", action="store_true", help=no_drive)
     p.add_argument("--accept-unenforced", action="store_true", help=accept_help)
+    _act_json(p)
     p = _command(
         us,
         "remediate",
@@ -410,6 +416,7 @@ def _unit_commands(sub: Any) -> None:
     p.add_argument("--script", metavar="FILE", help=script_help)
     p.add_argument("--no-drive", action="store_true", help=no_drive)
     p.add_argument("--accept-unenforced", action="store_true", help=accept_help)
+    _act_json(p)
 
 
 PERSON_ENV = "REGULATOR_PERSON"

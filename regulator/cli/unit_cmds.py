@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from regulator.cli.context import definition, instance_root, redactor
+from regulator.cli.context import definition, instance_root, print_done, redactor
 from regulator.cli.errors import CliError
 from regulator.protocol.text import visible
 from regulator.views.describe import describe_obligation, describe_observation
@@ -88,6 +89,35 @@ def _decision_lines(d: Any) -> list[str]:
     return lines
 
 
+def _json(args: argparse.Namespace) -> bool:
+    return bool(getattr(args, "json", False))
+
+
+def _contract_ref(contract: Any) -> dict[str, object]:
+    return {"id": contract.id, "version": contract.version}
+
+
+def _ended(loop: Any, outcome: Any) -> dict[str, object]:
+    """How a dispatch, drive or close ended, for ``--json``: what ``_finish`` prints as lines
+    (the status, the merge, the reason, the problems, and what the unit is owed)."""
+    unit_id = outcome.unit.unit_id if outcome.unit is not None else None
+    owes = unit_id is not None and outcome.status not in ("closed", "refused")
+    return {
+        "status": outcome.status,
+        "merged": outcome.merged,
+        "reason": outcome.reason,
+        "problems": list(outcome.problems),
+        "owed": [o.to_json_dict() for o in loop.owed(unit_id)] if owes else [],
+    }
+
+
+def _refused(loop: Any, outcome: Any) -> CliError:
+    """A refused dispatch or close under ``--json``: its problems on stderr, nothing on stdout."""
+    unit_id = outcome.unit.unit_id if outcome.unit is not None else "?"
+    problems = [visible(p) for p in outcome.problems] or [f"unit {visible(unit_id)} is refused"]
+    return CliError(redactor(loop.layout.root).lines("\n".join(problems)))
+
+
 def _finish(loop: Any, outcome: Any, *, show_hint: bool = False) -> int:
     unit_id = outcome.unit.unit_id if outcome.unit is not None else "?"
     say = _say(loop)
@@ -111,6 +141,12 @@ def _finish(loop: Any, outcome: Any, *, show_hint: bool = False) -> int:
 def cmd_drive(args: argparse.Namespace) -> int:
     contract = _contract(args.contract)
     loop = _loop(args)
+    if _json(args):
+        driven = loop.drive(contract)
+        if driven.outcome.status == "refused" and not driven.decisions:
+            raise _refused(loop, driven.outcome)
+        print_done(loop.layout.root, _driven(loop, "drive", contract, driven))
+        return 0 if driven.outcome.status == "closed" else 1
     say = _say(loop)
     say(visible(f"driving unit {contract.unit_id} ({contract.id} v{contract.version})"))
     driven = loop.drive(contract)
@@ -120,9 +156,32 @@ def cmd_drive(args: argparse.Namespace) -> int:
     return _finish(loop, driven.outcome)
 
 
+def _driven(loop: Any, act: str, contract: Any, driven: Any) -> dict[str, object]:
+    """``unit drive --json``'s object: the unit, its contract, how it ended, the decisions."""
+    return {
+        "act": act,
+        "unit": contract.unit_id,
+        "contract": _contract_ref(contract),
+        **_ended(loop, driven.outcome),
+        "decisions": [d.to_json_dict() for d in driven.decisions],
+    }
+
+
 def cmd_dispatch(args: argparse.Namespace) -> int:
     contract = _contract(args.contract)
     loop = _loop(args)
+    if _json(args):
+        outcome = loop.dispatch(contract)
+        if outcome.status == "refused":
+            raise _refused(loop, outcome)
+        value = {
+            "act": "dispatch",
+            "unit": contract.unit_id,
+            "contract": _contract_ref(contract),
+            **_ended(loop, outcome),
+        }
+        print_done(loop.layout.root, value)
+        return 0 if outcome.status == "closed" else 1
     say = _say(loop)
     say(visible(f"dispatching unit {contract.unit_id} ({contract.id} v{contract.version})"))
     outcome = loop.dispatch(contract)
@@ -133,27 +192,36 @@ def cmd_route(args: argparse.Namespace) -> int:
     loop = _loop(args)
     say = _say(loop)
     unit = loop.store.unit(args.id)
+    nothing: str | None = None
+    waiting = None
+    decision = None
     if unit.status != "blocked":
-        say(visible(f"unit {unit.unit_id} is {unit.status}, not blocked; nothing to route"))
-        return 0
-    waiting = loop.awaiting_decision(args.id)
-    if waiting is not None:
-        say(
-            visible(
-                f"unit {unit.unit_id} already waits on its recovery decision (obligation "
-                f"{waiting.id[:8]}, owed to {waiting.consumer}); nothing routed"
-            )
+        nothing = f"unit {unit.unit_id} is {unit.status}, not blocked; nothing to route"
+    elif (waiting := loop.awaiting_decision(args.id)) is not None:
+        nothing = (
+            f"unit {unit.unit_id} already waits on its recovery decision (obligation "
+            f"{waiting.id[:8]}, owed to {waiting.consumer}); nothing routed"
         )
-        return 0
-    decision = loop.route(args.id)
-    if decision is None:
-        say(
-            visible(
-                f"unit {args.id} is paused on a question a person has not answered; "
-                "nothing to route"
-            )
+    elif (decision := loop.route(args.id)) is None:
+        nothing = (
+            f"unit {args.id} is paused on a question a person has not answered; nothing to route"
         )
-    else:
+    if _json(args):
+        value = {
+            "act": "route",
+            "unit": unit.unit_id,
+            "decision": decision.to_json_dict() if decision is not None else None,
+            "nothingRouted": nothing,
+            "awaiting": waiting.to_json_dict() if waiting is not None else None,
+            "owed": [o.to_json_dict() for o in loop.owed(args.id)],
+        }
+        print_done(loop.layout.root, value)
+        return 0
+    if nothing is not None:
+        say(visible(nothing))
+        if unit.status != "blocked" or waiting is not None:
+            return 0
+    if decision is not None:
         for line in _decision_lines(decision):
             say(visible(line))
         say(visible(f"  {decision.rationale}"))
@@ -169,6 +237,11 @@ def cmd_route(args: argparse.Namespace) -> int:
 def cmd_close(args: argparse.Namespace) -> int:
     loop = _loop(args)
     outcome = loop.reaudit(args.id)
+    if _json(args):
+        if outcome.status == "refused":
+            raise _refused(loop, outcome)
+        print_done(loop.layout.root, {"act": "close", "unit": args.id, **_ended(loop, outcome)})
+        return 0 if outcome.status == "closed" else 1
     return _finish(loop, outcome)
 
 
@@ -294,6 +367,11 @@ def cmd_accept(args: argparse.Namespace) -> int:
         reject=args.reject,
         note=args.note,
     )
+    if _json(args):
+        act = "reject-criterion" if args.reject else "accept-criterion"
+        value = {"act": act, "unit": args.id, "acceptance": acceptance.to_json_dict()}
+        print_done(loop.layout.root, value)
+        return 0
     print(
         visible(
             f"unit {args.id}: {args.criterion} {acceptance.disposition} by {args.by} at "
@@ -355,6 +433,23 @@ def _drivable(args: argparse.Namespace, loop: Any, unit_type: str) -> None:
         raise CliError(f"{problems[0]}, or record it with --no-drive")
 
 
+def _redrive_json(
+    args: argparse.Namespace, loop: Any, unit_id: str, value: dict[str, object]
+) -> int:
+    """``value`` (what was recorded) with ``"drive"``: how the drive after it ended, as
+    ``unit drive --json`` says it, or null with ``--no-drive``. The act is recorded either way,
+    so a drive the gate refuses is said here (status ``refused``), not as a refusal."""
+    if args.no_drive:
+        value["drive"] = None
+        print_done(loop.layout.root, value)
+        return 0
+    contract = loop.current_contract(unit_id)
+    driven = loop.drive(contract)
+    value["drive"] = _driven(loop, "drive", contract, driven)
+    print_done(loop.layout.root, value)
+    return 0 if driven.outcome.status == "closed" else 1
+
+
 def _redrive(args: argparse.Namespace, loop: Any, unit_id: str) -> int:
     if args.no_drive:
         print(visible(f"run `regulator unit drive` on its contract to go on (unit {unit_id})"))
@@ -382,12 +477,33 @@ def cmd_replan(args: argparse.Namespace) -> int:
         actor = _acting(args, loop)
         done = loop.replan(args.id, contract, args.by, actor, reason=args.reason)
     except ReplanRefused as exc:
+        refused = f"{args.contract}: the replan of unit {args.id} is refused"
+        if _json(args):
+            # Nothing on stdout: the problems are the stderr lines after the refusal's.
+            problems = [visible(f"✖ {p}") for p in exc.problems]
+            lines = redactor(loop.layout.root).lines("\n".join(problems))
+            raise CliError("\n".join([refused, lines] if problems else [refused])) from None
         for problem in exc.problems:
             print(visible(f"✖ {problem}"))
-        raise CliError(f"{args.contract}: the replan of unit {args.id} is refused") from None
+        raise CliError(refused) from None
     except (ExecutionError, LedgerError, ValueError) as exc:
         raise CliError(str(exc)) from None
     new, old = done.contract, done.predecessor
+    if _json(args):
+        value: dict[str, object] = {
+            "act": "replan",
+            "unit": args.id,
+            "contract": _contract_ref(new),
+            "predecessor": _contract_ref(old),
+            "reason": new.provenance.predecessor.reason if new.provenance.predecessor else None,
+            "changes": contract_changes(old, new),
+            "resolved": done.resolved.to_json_dict() if done.resolved is not None else None,
+            "owed": [o.to_json_dict() for o in loop.owed(args.id)],
+        }
+        try:
+            return _redrive_json(args, loop, args.id, value)
+        except (ExecutionError, LedgerError, ScenarioError, ValueError) as exc:
+            raise CliError(str(exc)) from None
     print(
         visible(
             f"unit {args.id}: {new.id} v{new.version} replaces v{old.version} "
@@ -431,11 +547,24 @@ def cmd_remediate(args: argparse.Namespace) -> int:
         actor = _acting(args, loop)
         done = loop.remediate(args.id, args.by, actor, args.note, run=run)
     except RemediationFailed as exc:
+        # The command's last lines, then the refusal; with --json on stderr, nothing on stdout.
+        out = sys.stderr if _json(args) else sys.stdout
         for line in exc.output.splitlines()[-20:]:
-            print(visible(f"  {line}"))
+            print(visible(f"  {line}"), file=out)
         raise CliError(str(exc)) from None
     except (ExecutionError, LedgerError, ValueError) as exc:
         raise CliError(str(exc)) from None
+    if _json(args):
+        value: dict[str, object] = {
+            "act": "remediate",
+            "unit": args.id,
+            "obligation": done.obligation.to_json_dict(),
+            "evidence": done.evidence.to_json_dict() if done.evidence is not None else None,
+        }
+        try:
+            return _redrive_json(args, loop, args.id, value)
+        except (ExecutionError, LedgerError, ScenarioError, ValueError) as exc:
+            raise CliError(str(exc)) from None
     line = f"obligation {done.obligation.id[:8]} resolved by {args.by} as fixed: "
     print(visible(line + (done.obligation.rationale or "")))
     try:
