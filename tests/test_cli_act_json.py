@@ -385,6 +385,16 @@ def test_unit_route_json_says_what_was_routed_or_why_nothing_was(project: Path) 
     )
     assert [o["id"] for o in got["owed"]] == [wait["id"]]
     assert "nope" in unit_refused(project, "unit", "route", "nope")
+    # One attempt dispatched, blocked and not yet routed: the decision route makes.
+    work = write_contract(project, "r2")
+    silent = write_scenario(project, "silent", {"attempts": [SILENT]})
+    dispatched = cli("unit", "dispatch", str(work), "--script", str(silent), cwd=project)
+    assert dispatched.returncode == 1, dispatched.stdout + dispatched.stderr
+    got = unit_json(project, "unit", "route", "r2")
+    assert got["nothingRouted"] is None and got["awaiting"] is None
+    decision = got["decision"]
+    assert (decision["unitId"], decision["attempt"], decision["cause"]) == ("r2", 1, "no-report")
+    assert decision["action"] == "retry" and decision["decidedBy"] == "S3"
 
 
 def _replan_v2(root: Path, unit_id: str) -> Path:
