@@ -36,10 +36,9 @@ from regulator.protocol.execution import UnitRecord
 from regulator.protocol.interaction import InteractionRequest
 from regulator.protocol.messages import VsmMessage
 from regulator.protocol.obligations import ObligationState
-from regulator.protocol.vocab import TERMINAL_STATUSES
 from regulator.rules.dispositions import Answered, Escalation
 from regulator.rules.memory_store import MemoryState
-from regulator.rules.regulatory_log import Answer, InteractionState
+from regulator.rules.regulatory_log import Answer, FoldedState, InteractionState
 from regulator.views.next_step import NextStep
 from regulator.views.redaction import Redactor
 
@@ -61,7 +60,7 @@ RETRY_S = (0.5, 1.0, 2.0, 5.0, 10.0)
 ACT_TIMEOUT_S = 60.0
 
 
-class RemoteLog:
+class RemoteLog(FoldedState):
     """The folded state as the remote host sent it (a ``FoldedLog``); never reads a file."""
 
     def __init__(self) -> None:
@@ -79,23 +78,6 @@ class RemoteLog:
     def put_interaction(self, state: InteractionState) -> None:
         self.interactions[state.request.id] = state
         self._by_obligation[state.request.obligation_id] = state.request.id
-
-    def message(self, message_id: str) -> VsmMessage | None:
-        return self.messages.get(message_id)
-
-    def unrouted_count(self) -> int:
-        return sum(mid not in self.cited for mid in self.messages)
-
-    def open_obligations(self, unit: str | None = None) -> list[ObligationState]:
-        return [
-            o
-            for o in self.obligations.values()
-            if o.status not in TERMINAL_STATUSES and (unit is None or o.unit == unit)
-        ]
-
-    def interaction_for(self, obligation_id: str) -> InteractionState | None:
-        request_id = self._by_obligation.get(obligation_id)
-        return self.interactions.get(request_id) if request_id is not None else None
 
 
 class RemoteActs:

@@ -35,6 +35,18 @@ def cmd_remind(args: argparse.Namespace) -> int:
     ledger, journal = Ledger(layout), EffectJournal(layout)
     items = remind_due(ledger, journal, layout, policy)
     redacted = redactor(root)
+    if args.json:
+        result = _send_to_channels(ledger, journal, layout, policy, quiet=True)
+        done = {
+            "act": "remind",
+            "delivered": [
+                {"obligation": i.obligation.to_json_dict(), "reminder": i.reminder} for i in items
+            ],
+            "sent": [d.to_json() for d in result.sent] if result else [],
+            "failed": [d.to_json() for d in result.failed] if result else [],
+        }
+        print_json(redacted.redact_json(done))
+        return 0
     for item in items:
         word = "reminded" if item.reminder else "delivered"
         print(redacted.lines(f"{word:<9} {describe_obligation(item.obligation)}"))
@@ -48,13 +60,18 @@ def _scrub(layout: Layout) -> Callable[[str], str]:
     return redactor(layout.root).redact
 
 
-def _send_to_channels(ledger: Any, journal: Any, layout: Layout, policy: Any) -> None:
-    """Ours, after the original's outbox pass: each delivery to its owners' channels."""
+def _send_to_channels(
+    ledger: Any, journal: Any, layout: Layout, policy: Any, *, quiet: bool = False
+) -> Any:
+    """Ours, after the original's outbox pass: each delivery to its owners' channels, said
+    line by line unless ``quiet``; what was sent (a ``FanOut``), None when nobody has one."""
     from regulator.host.channels import fan_out, has_channels
 
     if not has_channels(policy):
-        return
+        return None
     result = fan_out(ledger, journal, layout, policy, scrub=_scrub(layout))
+    if quiet:
+        return result
     for d in [*result.sent, *result.failed]:
         said = (
             f"sent     {d.person}/{d.channel} ({d.type})"
@@ -63,6 +80,7 @@ def _send_to_channels(ledger: Any, journal: Any, layout: Layout, policy: Any) ->
         )
         print(_safe(f"{said}  obligation {d.obligation_id[:8]}"))
     print(f"{len(result.sent)} sent to channels, {len(result.failed)} failed")
+    return result
 
 
 def cmd_watch(args: argparse.Namespace) -> int:

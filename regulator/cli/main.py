@@ -587,6 +587,7 @@ def _obligation_commands(sub: Any) -> None:
         "route every unrouted message under the routing policy, then deliver what is owed",
         "regulator signals route",
     )
+    _act_json(p)
 
 
 def _answer_words() -> str:
@@ -615,13 +616,14 @@ def _answer_words() -> str:
 
 def _delivery_commands(sub: Any) -> None:
     h = "regulator.cli.delivery_cmds"
-    _command(
+    p = _command(
         sub,
         "remind",
         f"{h}:cmd_remind",
         "one delivery tick: deliver what is owed to a person, remind what is due",
         "regulator remind",
     )
+    _act_json(p)
     p = _command(
         sub,
         "watch",

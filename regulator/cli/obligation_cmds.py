@@ -348,13 +348,27 @@ def cmd_route(args: argparse.Namespace) -> int:
     defn = definition(args, layout.root)
     result = route_and_deliver(ledger, defn)
     redacted = redactor(layout.root)
+    for problem in result.routing.problems:  # a floor that ran out of time, applied anyway
+        print(f"regulator: {v(problem)}", file=sys.stderr)
+    if args.json:
+        done = {
+            "act": "route",
+            "opened": [o.to_json_dict() for o in result.routing.opened],
+            "noted": [
+                {"message": n.message.to_json_dict(), "reason": n.reason}
+                for n in result.routing.noted
+            ],
+            "delivered": result.delivered,
+            "sent": [d.to_json() for d in result.channels.sent],
+            "failed": [d.to_json() for d in result.channels.failed],
+        }
+        print_json(redacted.redact_json(done))
+        return 0
     for o in result.routing.opened:
         print(redacted.lines(f"opened  {describe_obligation(o)}"))
     for noted in result.routing.noted:
         said = f"noted   {v(noted.message.kind)}  {v(noted.message.subject)}: {v(noted.reason)}"
         print(redacted.lines(said))
-    for problem in result.routing.problems:  # a floor that ran out of time, applied anyway
-        print(f"regulator: {v(problem)}", file=sys.stderr)
     print(
         f"{len(result.routing.opened)} obligation(s) opened, "
         f"{len(result.routing.noted)} message(s) noted, "

@@ -110,7 +110,44 @@ class FoldedLog(Protocol):
     def interaction_for(self, obligation_id: str) -> InteractionState | None: ...
 
 
-class RegulatoryLog:
+class FoldedState:
+    """The folded state's maps and the questions every reader asks of them, whoever folded
+    it: a ``RegulatoryLog`` here, or a remote host (the remote room's ``tui.remote.RemoteLog``).
+    """
+
+    obligations: dict[str, ObligationState]
+    interactions: dict[str, InteractionState]
+    messages: dict[str, VsmMessage]
+    cited: set[str]  # message ids a routing event (an obligation's sources) cites
+    _by_obligation: dict[str, str]  # obligation id → the interaction request's id
+
+    def message(self, message_id: str) -> VsmMessage | None:
+        """The message ``message_id`` (the last with that id), if the log holds one."""
+        return self.messages.get(message_id)
+
+    def unrouted(self) -> list[VsmMessage]:
+        """Messages no routing event cites yet, in log order (a message's id where it first
+        appears, its last message as ``messages`` holds it)."""
+        return [m for mid, m in self.messages.items() if mid not in self.cited]
+
+    def unrouted_count(self) -> int:
+        """``len(unrouted())``."""
+        return sum(mid not in self.cited for mid in self.messages)
+
+    def open_obligations(self, unit: str | None = None) -> list[ObligationState]:
+        """Obligations not yet terminal, optionally only those naming ``unit``."""
+        return [
+            o
+            for o in self.obligations.values()
+            if o.status not in TERMINAL_STATUSES and (unit is None or o.unit == unit)
+        ]
+
+    def interaction_for(self, obligation_id: str) -> InteractionState | None:
+        request_id = self._by_obligation.get(obligation_id)
+        return self.interactions.get(request_id) if request_id is not None else None
+
+
+class RegulatoryLog(FoldedState):
     """The folded state of one instance's ``signals.ndjson``, kept current by ``refresh()``.
 
     ``slice_bytes`` and ``freeze_after`` tune a large refresh (see ``SLICE_BYTES`` and
@@ -277,32 +314,7 @@ class RegulatoryLog:
                 _index_message(self._unit_messages, message)
             self.messages[message.id] = message
 
-    # -- questions the folded state answers ------------------------------------------------
-
-    def message(self, message_id: str) -> VsmMessage | None:
-        """The message ``message_id`` (the last with that id), if the log holds one."""
-        return self.messages.get(message_id)
-
-    def unrouted(self) -> list[VsmMessage]:
-        """Messages no routing event cites yet, in log order (a message's id where it first
-        appears, its last message as ``messages`` holds it)."""
-        return [m for mid, m in self.messages.items() if mid not in self.cited]
-
-    def unrouted_count(self) -> int:
-        """``len(unrouted())``."""
-        return sum(mid not in self.cited for mid in self.messages)
-
-    def open_obligations(self, unit: str | None = None) -> list[ObligationState]:
-        """Obligations not yet terminal, optionally only those naming ``unit``."""
-        return [
-            o
-            for o in self.obligations.values()
-            if o.status not in TERMINAL_STATUSES and (unit is None or o.unit == unit)
-        ]
-
-    def interaction_for(self, obligation_id: str) -> InteractionState | None:
-        request_id = self._by_obligation.get(obligation_id)
-        return self.interactions.get(request_id) if request_id is not None else None
+    # -- questions the folded state answers (FoldedState's, and these) ---------------------
 
     def obligations_of(self, unit_id: str) -> list[ObligationState]:
         """The obligations naming ``unit_id``, in the order they were opened."""
