@@ -376,7 +376,7 @@ def test_unit_accept_json_is_the_acceptance_as_recorded(project: Path) -> None:
 def test_unit_route_json_says_what_was_routed_or_why_nothing_was(project: Path) -> None:
     unit = waiting_unit(project)
     got = unit_json(project, "unit", "route", unit)
-    assert got["act"] == "route" and got["unit"] == unit and got["decision"] is None
+    assert got["act"] == "route-unit" and got["unit"] == unit and got["decision"] is None
     wait = got["awaiting"]
     assert wait["concern"] == "recovery-decision"
     assert got["nothingRouted"] == (

@@ -208,7 +208,7 @@ def cmd_route(args: argparse.Namespace) -> int:
         )
     if _json(args):
         value = {
-            "act": "route",
+            "act": "route-unit",
             "unit": unit.unit_id,
             "decision": decision.to_json_dict() if decision is not None else None,
             "nothingRouted": nothing,
