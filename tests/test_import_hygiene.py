@@ -185,3 +185,53 @@ def test_listing_obligations_reads_no_policy(instance: Path) -> None:
             check=True,
         )
         assert done.stdout.strip().splitlines()[-1] == "[]", args
+
+
+SESSION_HOOK = """
+import io, json, sys
+from regulator.cli.entry import main
+for payload in {payloads!r}:
+    sys.stdin = io.TextIOWrapper(io.BytesIO(json.dumps(payload).encode()))
+    main(["hook", "claude-code"])
+print(json.dumps(sorted(m for m in ("argparse", "yaml", "pydantic") if m in sys.modules)))
+"""
+
+
+def test_in_a_session_the_hook_answers_from_its_snapshot_without_yaml_or_argparse(
+    instance: Path,
+) -> None:
+    # The command line `agent install` writes is dispatched without argparse, and a session's
+    # snapshot keeps agents.yaml as checked JSON: a call that only reads imports neither PyYAML
+    # nor argparse (together about a third of the hook's start).
+    call = {"session_id": "s1", "cwd": str(instance)}
+    start = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            SESSION_HOOK.format(payloads=[{**call, "hook_event_name": "SessionStart"}]),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=instance,
+        check=True,
+    )
+    assert "session-claude-s1" in start.stdout
+    snapshot = instance / ".regulator" / "sessions" / "session-claude-s1" / "a1.definition"
+    assert (snapshot / "agents.json").is_file() and not (snapshot / "agents.yaml").exists()
+    reads = [
+        {**call, "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": tool_input}
+        for tool, tool_input in (("Read", {"file_path": "README.md"}), ("Bash", {"command": "ls"}))
+    ]
+    done = subprocess.run(
+        [sys.executable, "-c", SESSION_HOOK.format(payloads=reads)],
+        capture_output=True,
+        text=True,
+        cwd=instance,
+        check=True,
+    )
+    *replies, imported = done.stdout.strip().splitlines()
+    assert [json.loads(r)["hookSpecificOutput"]["permissionDecision"] for r in replies] == [
+        "allow",
+        "allow",
+    ]
+    assert json.loads(imported) == []

@@ -7,7 +7,9 @@ a session already running. So when a session starts (a unit's attempt dispatched
 a session unit a person's agent opens), the files of the definition in force — the four
 policies, the workload (and the original's profiles), ``agents.yaml`` — are copied to
 ``.regulator/sessions/<unit>/a<N>.definition/``, and every process of that session (the MCP
-server, ``regulator tool``, the hooks) loads its definition from there.
+server, ``regulator tool``, the hooks) loads its definition from there. ``agents.yaml`` is kept
+as ``agents.json``, the rules as they were checked at the start: the hook reads them on every
+tool call, and JSON needs no YAML parser.
 
 This module is light on purpose: the Claude Code hook finds a session's ``agents.yaml`` here on
 every tool call. Which unit a session key names (``session-<key>``, ``-2``, ``-3`` … for later
@@ -81,9 +83,24 @@ def _files(definition: Definition) -> list[tuple[Path, str]]:
             files += [(p, f"profiles/{p.name}") for p in sorted(profiles.glob("*.json"))]
     else:
         files.append((workload, workload.name))
-    agents = effects_path(definition)
-    files.append((agents, agents.name))
     return files
+
+
+def _agents_file(definition: Definition) -> tuple[str, str]:
+    """The snapshot's agents file: ``agents.json``, the rules as checked when the session
+    started, which the hook reads on every call without a YAML parser; a file that does not
+    check is copied as it is, so that every call refuses it with its line and field."""
+    import msgspec
+
+    from regulator.policy import PolicyError
+    from regulator.policy.agent_effects import load_agent_effects_file
+
+    source = effects_path(definition)
+    try:
+        checked = load_agent_effects_file(source)
+    except PolicyError:
+        return source.name, read_definition_text(source)
+    return "agents.json", msgspec.json.format(msgspec.json.encode(checked).decode()) + "\n"
 
 
 def take_snapshot(layout: Layout, unit_id: str, attempt: int, definition: Definition) -> Path:
@@ -96,6 +113,8 @@ def take_snapshot(layout: Layout, unit_id: str, attempt: int, definition: Defini
         return directory
     for source, name in _files(definition):
         write_text_atomic(directory / name, read_definition_text(source))
+    name, text = _agents_file(definition)
+    write_text_atomic(directory / name, text)
     write_text_atomic(directory / _COMPLETE, "")
     return directory
 

@@ -18,8 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import yaml
-
 from regulator.protocol.errors import CorruptState, Refused
 from regulator.store._fs import kind_of
 
@@ -62,8 +60,16 @@ _STEMS: dict[str, tuple[str, ...]] = {
 }
 _SUFFIXES = (".yaml", ".yml", ".json")
 
-# The C loader is several times faster where PyYAML was built with libyaml.
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+def _yaml() -> tuple[Any, Any]:
+    """PyYAML and its loader, imported when a YAML file is read: a session's snapshot keeps
+    ``agents.yaml`` as checked JSON, so the hook answering a call never imports it (PyYAML
+    compiles its resolvers' expressions at import, about as long as the rest of the hook).
+    The C loader is several times faster where PyYAML was built with libyaml."""
+    import yaml
+
+    return yaml, getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 
 M = TypeVar("M", bound="BaseModel")
 
@@ -181,8 +187,9 @@ def symlink_note(path: Path) -> str | None:
 
 def _line_of(text: str, loc: tuple[int | str, ...]) -> int | None:
     """The 1-based line of the node at ``loc`` in a YAML (or JSON) text, or its nearest parent's."""
+    yaml, loader = _yaml()
     try:
-        node: Any = yaml.compose(text, Loader=_Loader)
+        node: Any = yaml.compose(text, Loader=loader)
     except yaml.YAMLError:
         return None
     line = None if node is None else node.start_mark.line + 1
@@ -208,19 +215,28 @@ def read_definition_data(kind: str, path: Path) -> tuple[str, dict[str, Any]]:
     """A definition file's text and its mapping (JSON for ``.json``, else YAML)."""
     shown = display_path(path)
     text = read_definition_text(path)
+    if path.suffix == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise PolicyError([f"{shown}:{exc.lineno}: not valid JSON: {exc.msg}"]) from None
+        return text, _mapping(kind, shown, data)
+    yaml, loader = _yaml()
     try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.load(text, Loader=_Loader)
-    except json.JSONDecodeError as exc:
-        raise PolicyError([f"{shown}:{exc.lineno}: not valid JSON: {exc.msg}"]) from None
+        data = yaml.load(text, Loader=loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{shown}:{mark.line + 1}" if mark is not None else shown
         problem = getattr(exc, "problem", None) or str(exc)
         raise PolicyError([f"{where}: not valid YAML: {problem}"]) from None
+    return text, _mapping(kind, shown, data)
+
+
+def _mapping(kind: str, shown: str, data: object) -> dict[str, Any]:
     if not isinstance(data, dict):
         what = f"a {kind} policy" if kind in POLICY_KINDS else f"a {kind} file"
         raise PolicyError([f"{shown}: {what} is a mapping of fields, not {_kind(data)}"])
-    return text, data
+    return data
 
 
 def problem_at(path: Path, text: str, loc: tuple[int | str, ...], message: str) -> str:
