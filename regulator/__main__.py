@@ -2,6 +2,6 @@
 
 import sys
 
-from regulator.cli.main import main
+from regulator.cli.entry import main
 
 sys.exit(main())

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,6 +11,8 @@ from regulator.protocol.text import inert_json
 from regulator.store import Layout, find_instance
 
 if TYPE_CHECKING:
+    import argparse
+
     # Imported when a command asks for its definition: loading the policy models costs a
     # tenth of a second that `obligations` and `status --json`'s fold do not need to wait on.
     from regulator.policy import Definition

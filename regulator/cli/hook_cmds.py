@@ -8,20 +8,30 @@ only when a reply asks a person or records a session (``regulator.host.hooks``).
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 
-from regulator.cli.context import definition, emit_json
+from regulator.cli.context import emit_json
 from regulator.host.environment import INSTANCE_ENV
 from regulator.protocol.text import visible
 from regulator.store import Layout, find_instance
 
+if TYPE_CHECKING:
+    import argparse
+
 
 def cmd_hook(args: argparse.Namespace) -> int:
+    return answer_hook(definition_dir=getattr(args, "definition", None))
+
+
+def answer_hook(*, definition_dir: str | None) -> int:
+    """Read the agent's payload on stdin and write its reply on stdout; never fail open.
+    ``definition_dir``: ``--definition``, when given. ``regulator.cli.entry`` calls this
+    directly for the command line ``agent install`` writes."""
     raw = sys.stdin.buffer.read()
     try:
         payload = orjson.loads(raw) if raw.strip() else {}
@@ -36,6 +46,7 @@ def cmd_hook(args: argparse.Namespace) -> int:
         emit_json({})
         return 0
     from regulator.host.hooks import claude_code, pre_tool_reply
+    from regulator.policy import load_definition
 
     try:
         given = os.environ.get(INSTANCE_ENV)
@@ -45,7 +56,7 @@ def cmd_hook(args: argparse.Namespace) -> int:
             emit_json({})  # not a regulator instance: nothing to say
             return 0
         layout = Layout(root.resolve())
-        defn = definition(args, root)
+        defn = load_definition(root, Path(definition_dir) if definition_dir else None)
         reply = claude_code(payload, layout, defn)
     except Exception as exc:  # every failure of ours, whatever it is
         # Fail closed: a hook that crashes lets the call through, so say `ask` instead.
