@@ -256,7 +256,7 @@ def _wall(command: list[str], cwd: Path | None = None) -> float:
 def _regulator() -> list[str]:
     # The installed command, as a person runs it; else the module.
     script = Path(PYTHON).parent / "regulator"
-    return [str(script)] if script.exists() else [PYTHON, "-m", "regulator.cli.main"]
+    return [str(script)] if script.exists() else [PYTHON, "-m", "regulator"]
 
 
 def _peak_rss(command: list[str]) -> float:
@@ -346,13 +346,23 @@ def b10(ctx: Context) -> None:
     """Claude Code runs the hook before every tool call it matches, as a whole process, beside
     a bare interpreter that reads and parses the same payload: a Read (what the issue names),
     and a Bash line that only reads, the commonest call the hook sees since `agent install`'s
-    matcher leaves Read, Glob, Grep and LS to Claude Code."""
-    directory = ctx.instance(ctx.sizes.small)
+    matcher leaves Read, Glob, Grep and LS to Claude Code.
+
+    As in a real session, the session has started first (Claude Code's ``SessionStart`` hook,
+    which opens its session unit and keeps the definition it runs under), on a copy of the
+    instance so that the other rows read the instance as generated."""
+    import shutil
+
+    directory = Path(tempfile.mkdtemp(prefix="b10-")) / "instance"
+    shutil.copytree(ctx.instance(ctx.sizes.small), directory, symlinks=True)
+    # What `regulator agent install` writes into Claude Code's settings (default_program).
+    hook = [PYTHON, "-P", "-m", "regulator", "hook", "claude-code"]
+    start = {"hook_event_name": "SessionStart", "session_id": "b10", "cwd": str(directory)}
+    _fed(hook, json.dumps(start).encode(), directory)
     calls = {
         "a Read": ("Read", {"file_path": str(directory / "README.md")}),
         "a read-only Bash": ("Bash", {"command": "ls -la src | head"}),
     }
-    hook = [*_regulator(), "hook", "claude-code"]
     bare = [PYTHON, "-c", "import json, sys; json.loads(sys.stdin.buffer.read())"]
     runs = 3 if ctx.sizes.smoke else 20 if ctx.sizes.repeat == 1 else 60
     for what, (tool, tool_input) in calls.items():
@@ -365,6 +375,10 @@ def b10(ctx: Context) -> None:
                 "tool_input": tool_input,
             }
         ).encode()
+        # A hook that failed would answer `ask` quickly: the row times the real verdict.
+        said = subprocess.run(hook, input=payload, env=ENV, cwd=directory, capture_output=True)
+        if b'"permissionDecision":"allow"' not in said.stdout:
+            raise RuntimeError(f"the hook did not allow {what}: {said.stdout!r} {said.stderr!r}")
         hook_times: list[float] = []
         bare_times: list[float] = []
         for _ in range(runs):  # interleaved, so that both meet the same load
@@ -381,6 +395,7 @@ def b10(ctx: Context) -> None:
                 verdict(h50 <= 4 * b50 and h95 <= 4 * b95),
             )
         )
+    shutil.rmtree(directory.parent, ignore_errors=True)
 
 
 #: What any server on the MCP SDK imports before it can answer: its server, its stdio transport
