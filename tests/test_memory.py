@@ -91,6 +91,17 @@ def test_a_review_by_that_is_not_a_date_is_refused(tmp_path: Path) -> None:
         )
 
 
+def test_an_entry_its_record_refuses_is_a_refusal_naming_the_field_and_nothing_is_written(
+    tmp_path: Path,
+) -> None:
+    store = store_at(tmp_path, T0)
+    before = snapshot(tmp_path)
+    review = iso(T0 + timedelta(days=3))
+    with pytest.raises(MemoryRefusal, match=r"memory entry refused: .*subject"):
+        store.record(subject="", note="n", recorded_by="S1", review_by=review)
+    assert snapshot(tmp_path) == before
+
+
 def test_an_entry_is_current_until_its_review_date_then_expired(tmp_path: Path) -> None:
     store = store_at(tmp_path, T0)
     short = remember(store, "short", 1)

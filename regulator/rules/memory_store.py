@@ -18,10 +18,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from pydantic import ValidationError
-
 from regulator.protocol.clock import Clock, iso, parse_iso, system_clock
-from regulator.protocol.errors import Refused, describe_validation_error
+from regulator.protocol.errors import Refused
 from regulator.protocol.evidence import EvidenceRef
 from regulator.protocol.memory import (
     MemoryEntry,
@@ -244,9 +242,8 @@ class MemoryStore:
                     "scope": list(scope) if scope else None,
                 }
             )
-        except ValidationError as exc:
-            problems = "; ".join(message for _, message in describe_validation_error(exc))
-            raise MemoryRefusal(f"memory entry refused: {problems}") from None
+        except ValueError as exc:  # the record's own check names the field
+            raise MemoryRefusal(f"memory entry refused: {exc}") from None
         event = MemoryRecorded(entry=entry)
         with locked_log(self.path) as out:
             out.append([json_line(event)])
