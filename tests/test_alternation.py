@@ -21,7 +21,7 @@ __all__ = ["project"]
 
 def shipped(**extra: Any) -> RecoveryPolicy:
     data = yaml.safe_load((shipped_policies_dir() / "recovery.yaml").read_text())
-    return RecoveryPolicy.model_validate({**data, **extra})
+    return RecoveryPolicy.from_json_dict({**data, **extra})
 
 
 class Prior:

@@ -398,7 +398,7 @@ def test_a_channel_in_quiet_hours_gets_the_latest_delivery_when_they_end(
 
 
 def test_quiet_hours_let_a_critical_obligation_through_and_wrap_past_midnight() -> None:
-    channel = Channel.model_validate(
+    channel = Channel.from_json_dict(
         {
             "type": "ntfy",
             "url": "ntfy://127.0.0.1/x",
@@ -625,9 +625,9 @@ def test_a_reference_in_a_desktop_command_is_resolved_when_sent_and_redacted_aft
 def test_channels_are_a_field_of_ours_that_doctor_can_name() -> None:
     from regulator.protocol.policies import fields_of_ours
 
-    policy = InteractionPolicy.model_validate(
+    policy = InteractionPolicy.from_json_dict(
         {
-            **load_definition(None).interaction.model_dump(by_alias=True, exclude_none=True),
+            **load_definition(None).interaction.to_json_dict(),
             "people": [
                 {
                     "name": "alice",

@@ -53,7 +53,7 @@ def test_init_by_carol_names_only_carol_pinned_to_the_os_user(repo: Path) -> Non
         done.stdout
     )
     policy = load_definition(repo).interaction
-    assert [p.model_dump(by_alias=True, exclude_none=True) for p in policy.people] == [
+    assert [p.to_json_dict() for p in policy.people] == [
         {
             "name": "carol",
             "resolveUpTo": "critical",
@@ -64,7 +64,7 @@ def test_init_by_carol_names_only_carol_pinned_to_the_os_user(repo: Path) -> Non
     ]
     # Everything else is the shipped policy's, and the file says how to add someone.
     shipped = load_definition(None).interaction
-    assert policy.model_dump(exclude={"people"}) == shipped.model_dump(exclude={"people"})
+    assert policy.replace(people=[]) == shipped.replace(people=[])
     assert "To add someone, add a line" in (repo / POLICY).read_text()
 
 

@@ -65,7 +65,7 @@ def test_a_backtracking_floor_on_forty_as_does_not_hang_signals_route_and_is_app
 def test_a_floor_that_runs_out_of_time_raises_the_severity_rather_than_letting_the_text_pass() -> (
     None
 ):
-    policy = RoutingPolicy.model_validate({**_policy_dict(), "floors": [_floor("(a|a)*$")]})
+    policy = RoutingPolicy.from_json_dict({**_policy_dict(), "floors": [_floor("(a|a)*$")]})
     m = validate_entry(message("operational-signal", "a" * 40, unit="u1", severity="advisory"))
     problems: list[str] = []
     started = time.monotonic()
@@ -75,7 +75,7 @@ def test_a_floor_that_runs_out_of_time_raises_the_severity_rather_than_letting_t
 
 
 def test_a_floor_that_matches_quickly_reports_nothing() -> None:
-    policy = RoutingPolicy.model_validate({**_policy_dict(), "floors": [_floor(r"\bINV-\d{3}\b")]})
+    policy = RoutingPolicy.from_json_dict({**_policy_dict(), "floors": [_floor(r"\bINV-\d{3}\b")]})
     problems: list[str] = []
     hit = validate_entry(message("operational-signal", "breaks INV-001", severity="advisory"))
     miss = validate_entry(message("operational-signal", "a" * 40, severity="advisory"))

@@ -346,13 +346,11 @@ def test_the_session_budget_is_read_from_the_policy_and_defaults_without_it(
     [
         (
             "{blockingPerAttempt: 2, session: {blockingPerHour: -1}}",
-            "interaction.yaml:5: attention.session.blockingPerHour: input should be greater "
-            "than or equal to 0 (got -1)",
+            "interaction.yaml:5: attention.session.blockingPerHour: expected `int` >= 0 (got -1)",
         ),
         (
             "{blockingPerAttempt: 2, session: {blockingPerHour: '3'}}",
-            "interaction.yaml:5: attention.session.blockingPerHour: input should be a valid "
-            "integer (got '3')",
+            "interaction.yaml:5: attention.session.blockingPerHour: expected `int`, got `str`",
         ),
         (
             "{blockingPerAttempt: 2, session: {perHour: 3}}",
@@ -378,7 +376,7 @@ def test_the_originals_interaction_policy_loads_and_a_session_budget_in_it_is_ou
     original = Path(__file__).parent / "fixtures" / "original" / "regulator" / "policies"
     data = json.loads((original / "interaction.json").read_text())
     assert original_differences("interaction", data).ours == []
-    policy = InteractionPolicy.model_validate(data)
+    policy = InteractionPolicy.from_json_dict(data)
     assert policy.attention.for_sessions == DEFAULT_SESSION_ATTENTION
     data["attention"]["session"] = {"blockingPerHour": 3}
     found = original_differences("interaction", data)

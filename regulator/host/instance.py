@@ -129,8 +129,8 @@ def checked_interaction_policy(people: list[dict[str, Any]], *, heading: str) ->
     text = interaction_policy_text(people, heading=heading)
     names = ", ".join(repr(p.get("name")) for p in people)
     try:
-        wanted = [Person.model_validate(p) for p in people]
-        policy = InteractionPolicy.model_validate(yaml.safe_load(text))
+        wanted = [Person.from_json_dict(p) for p in people]
+        policy = InteractionPolicy.from_json_dict(yaml.safe_load(text))
     except (ValueError, yaml.YAMLError) as exc:
         raise InitError(f"{names}: cannot be the people of an interaction policy: {exc}") from None
     if policy.people != wanted:

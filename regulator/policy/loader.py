@@ -18,14 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from regulator.protocol.errors import CorruptState, Refused
+from regulator.protocol.errors import CorruptState, Refused, field_path
 from regulator.store._fs import kind_of
 
 if TYPE_CHECKING:
-    # pydantic is imported when a policy is validated: the hook reads only ``agents.yaml``,
-    # whose msgspec structs need none of it.
-    from pydantic import BaseModel
-
     from regulator.protocol.policies import (
         BudgetPolicy,
         InteractionPolicy,
@@ -38,11 +34,11 @@ if TYPE_CHECKING:
 POLICY_KINDS: tuple[str, ...] = ("routing", "interaction", "recovery", "budget")
 
 
-def policy_model(kind: str) -> type[BaseModel]:
-    """The model of the ``kind`` policy."""
+def policy_model(kind: str) -> type[Any]:
+    """The struct of the ``kind`` policy."""
     from regulator.protocol import policies
 
-    models: dict[str, type[BaseModel]] = {
+    models: dict[str, type[Any]] = {
         "routing": policies.RoutingPolicy,
         "interaction": policies.InteractionPolicy,
         "recovery": policies.RecoveryPolicy,
@@ -71,7 +67,7 @@ def _yaml() -> tuple[Any, Any]:
     return yaml, getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-M = TypeVar("M", bound="BaseModel")
+M = TypeVar("M")
 
 
 class PolicyError(CorruptState):
@@ -254,16 +250,33 @@ def load_policy_file(
     text: str | None = None,
     data: dict[str, Any] | None = None,
 ) -> M:
-    """Load and validate one policy file; every problem is raised at once in a PolicyError.
-    ``text`` and ``data``: the file as already read (by :func:`read_definition_data`)."""
+    """Load and check one definition file as ``model`` (a policy's msgspec struct, or the
+    pydantic model of a workload or profile); every problem is raised at once in a
+    PolicyError. ``text`` and ``data``: the file as already read (by
+    :func:`read_definition_data`)."""
+    import msgspec
+
+    if text is None or data is None:
+        text, data = read_definition_data(kind, path)
+    if issubclass(model, msgspec.Struct):
+        try:
+            checked: M = msgspec.convert(data, model, strict=True)
+            return checked
+        except msgspec.ValidationError:
+            from regulator.protocol.entry import every_refusal
+
+            problems = [
+                problem_at(path, text, loc, f"{field_path(loc)}: {why}" if loc else why)
+                for loc, why in every_refusal(model, data)
+            ]
+            raise PolicyError(problems) from None
     from pydantic import ValidationError
 
     from regulator.protocol.errors import describe_validation_error
 
-    if text is None or data is None:
-        text, data = read_definition_data(kind, path)
     try:
-        return model.model_validate(data)
+        validated: M = model.model_validate(data)  # type: ignore[attr-defined]
+        return validated
     except ValidationError as exc:
         problems = [
             problem_at(path, text, loc, message) for loc, message in describe_validation_error(exc)
@@ -280,7 +293,7 @@ class Definition:
     """The policies an instance runs under, loaded on first use and then kept."""
 
     root: Path | None  # None: the shipped definition
-    _cache: dict[str, BaseModel] = field(default_factory=dict, repr=False)
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def policies_dir(self) -> Path:
@@ -373,8 +386,8 @@ def acting_people_check(definition: Definition, instance_root: Path | None) -> N
     own = load_definition(instance_root)
     if own.root == definition.root:
         return
-    mine = [p.model_dump() for p in own.interaction.people]
-    theirs = [p.model_dump() for p in definition.interaction.people]
+    mine = list(own.interaction.people)
+    theirs = list(definition.interaction.people)
     if mine != theirs:
         raise DefinitionRefused(
             f"{display_path(definition.source('interaction'))}: lists other people than "

@@ -87,8 +87,9 @@ class Record(_Base):
         return validate_record(cls, data)
 
     def replace(self, **changes: Any) -> Self:
-        """A copy with ``changes`` (Python names), not checked again: a writer checks what it
-        writes (``entry.validate_record``)."""
+        """A copy with ``changes`` (Python names). Their types are not checked again (a writer
+        checks what it writes, ``entry.validate_record``); a struct's own ``__post_init__``
+        runs."""
         return cast(Self, msgspec.structs.replace(cast(Any, self), **changes))
 
 

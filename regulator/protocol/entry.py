@@ -16,13 +16,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from functools import cache
-from types import MappingProxyType
+from types import MappingProxyType, UnionType
 from typing import (
+    Annotated,
     Any,
     Generic,
     Literal,
     TypeGuard,
     TypeVar,
+    Union,
     cast,
     get_args,
     get_origin,
@@ -99,6 +101,7 @@ _AT = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
 _SEGMENT = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
 _NAMED = re.compile(r"^Object (missing required|contains unknown) field `(?P<name>[^`]*)`$")
 _INVALID = re.compile(r"^Invalid (?:enum )?value ")
+_PATTERN = re.compile(r"^Expected `str` matching regex '(?P<pattern>.*)'$", re.DOTALL)
 
 
 class _Missing:
@@ -159,7 +162,9 @@ def _allowed(root: Any, data: Any, path: list[int | str]) -> list[str] | None:
     record declares them."""
     from msgspec import inspect
 
-    if not path or not isinstance(path[-1], str):
+    if not path:  # ``root`` is the vocabulary itself (a field's type, converted on its own)
+        return _literal_words(root) or None
+    if not isinstance(path[-1], str):
         return None
     parent = _narrow(_type_at(root, data, path[:-1]), _at(data, path[:-1]))
     if not isinstance(parent, inspect.StructType):
@@ -187,9 +192,16 @@ def describe_refusal(exc: msgspec.MsgspecError, root: Any, data: Any) -> str:
     msgspec names one problem, as ``<what> - at `$.path```; the path is the file's own (its
     camelCase keys). For a closed vocabulary the allowed words are named, as for a policy.
     """
-    text = str(exc)
     if isinstance(exc, msgspec.DecodeError) and not isinstance(exc, msgspec.ValidationError):
-        return f"not JSON: {text}"
+        return f"not JSON: {exc}"
+    path, message = _refusal(exc, root, data)
+    at = field_path(path)
+    return f"{at}: {message}" if at else message
+
+
+def _refusal(exc: msgspec.MsgspecError, root: Any, data: Any) -> tuple[list[int | str], str]:
+    """msgspec's one problem with ``data`` as ``root``: where (the file's own path) and why."""
+    text = str(exc)
     match = _AT.match(text)
     what, where = (match["what"], match["path"] or "") if match else (text, "")
     path: list[int | str] = [
@@ -207,6 +219,10 @@ def describe_refusal(exc: msgspec.MsgspecError, root: Any, data: Any) -> str:
         words = _allowed(root, data, path)
         shown = _show(value) if value is not _MISSING else what.split(" ", 3)[-1]
         message = f"{shown} is not one of {', '.join(words)}" if words else f"{shown} is invalid"
+    elif (pattern := _PATTERN.match(what)) is not None and (
+        value := _at(data, path)
+    ) is not _MISSING:
+        message = f"{_show(value)} does not match {pattern['pattern']}"
     elif what.startswith("Expected "):
         value = _at(data, path)
         message = what[0].lower() + what[1:]
@@ -214,8 +230,81 @@ def describe_refusal(exc: msgspec.MsgspecError, root: Any, data: Any) -> str:
             message += f" (got {_show(value)})"
     else:  # a record's own check (``__post_init__``) names its field itself
         message = what
-    at = field_path(path)
-    return f"{at}: {message}" if at else message
+    return path, message
+
+
+def every_refusal(root: type, data: Any) -> list[tuple[tuple[int | str, ...], str]]:
+    """Every problem of ``data`` as the struct ``root``, not only the first msgspec names: a
+    file a person wrote is refused with all of them at once. Each field is converted on its
+    own and a struct, list or mapping of structs within is walked in turn; a struct whose
+    fields all convert is converted whole, for its own checks (``__post_init__``), whose
+    message begins with the field it concerns. Each problem as (location, why)."""
+    found: list[tuple[tuple[int | str, ...], str]] = []
+    _walk(root, data, [], found)
+    return found
+
+
+def _walk(
+    annotation: Any,
+    value: Any,
+    path: list[int | str],
+    found: list[tuple[tuple[int | str, ...], str]],
+) -> None:
+    try:
+        msgspec.convert(value, annotation, strict=True)
+        return
+    except msgspec.ValidationError as exc:
+        first = exc
+    before = len(found)
+    inner = _inner(annotation)
+    struct = inner if isinstance(inner, type) and issubclass(inner, msgspec.Struct) else None
+    origin = get_origin(inner)
+    if struct is not None and isinstance(value, dict):
+        hints = get_type_hints(struct, include_extras=True)
+        from msgspec import inspect
+
+        fields = cast(inspect.StructType, inspect.type_info(struct)).fields
+        names = {f.encode_name for f in fields}
+        found += [
+            ((*path, key), "not a field of this record (the record is closed)")
+            for key in value
+            if key not in names
+        ]
+        for f in fields:
+            if f.encode_name in value:
+                _walk(hints[f.name], value[f.encode_name], [*path, f.encode_name], found)
+            elif f.required:
+                found.append(((*path, f.encode_name), "required, and missing"))
+        if len(found) == before:  # every field is right: the struct's own check refused it
+            where, message = _refusal(first, annotation, value)
+            field, _, why = message.partition(": ")
+            if not where and field in names and why:
+                where, message = [field], why
+            found.append(((*path, *where), message))
+        return
+    if origin is list and isinstance(value, list):
+        (item,) = get_args(inner)
+        for index, element in enumerate(value):
+            _walk(item, element, [*path, index], found)
+    elif origin is dict and isinstance(value, dict):
+        _, item = get_args(inner)
+        for key, element in value.items():
+            _walk(item, element, [*path, key], found)
+    if len(found) == before:  # a leaf, or the container's own constraint (its length)
+        where, message = _refusal(first, annotation, value)
+        found.append(((*path, *where), message))
+
+
+def _inner(annotation: Any) -> Any:
+    """``annotation`` without ``Annotated`` and an optional ``None``: what a value converts to."""
+    while True:
+        args = get_args(annotation)
+        if get_origin(annotation) is Annotated:
+            annotation = args[0]
+        elif get_origin(annotation) in (Union, UnionType) and type(None) in args and len(args) == 2:
+            annotation = next(a for a in args if a is not type(None))
+        else:
+            return annotation
 
 
 def _json_name(value: Any) -> str:

@@ -7,19 +7,23 @@ policy, ``people[].osUsers``, ``people[].channels`` (where a person is reached: 
 docs/reaching-people.md)
 and ``alternationWindow`` on the recovery policy (:func:`fields_of_ours` names those a policy
 uses). A policy file of the original loads unchanged.
+
+``msgspec`` structs, as the records are: checked strictly as they are converted, camelCase in
+the file, frozen. ``regulator.policy.loader`` reads a file and names every problem of one it
+refuses, each with its line and field (``regulator.protocol.entry.every_refusal``). A check a
+struct makes itself (``__post_init__``) begins its message with the field it concerns.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import regex
-from pydantic import Field, StrictBool, field_validator, model_validator
+import msgspec
 
+from regulator.protocol.base import Record
 from regulator.protocol.credentials import literal_secret, literal_secret_in_command
-from regulator.protocol.schema import Schema
 from regulator.protocol.vocab import (
     Consumer,
     FailureCause,
@@ -28,12 +32,35 @@ from regulator.protocol.vocab import (
     Severity,
 )
 
-PolicyName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]*$")]
-PositiveInt = Annotated[int, Field(ge=1, strict=True)]
-ModelId = Annotated[str, Field(pattern=r"^[a-z0-9-]+/[^/\s]+$")]
+PolicyName = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9-]*$")]
+PositiveInt = Annotated[int, msgspec.Meta(ge=1)]
+ModelId = Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9-]+/[^/\s]+$")]
+NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
 
 
-class PolicyHeader(Schema):
+Count = Annotated[int, msgspec.Meta(ge=0)]
+Millis = Annotated[int, msgspec.Meta(ge=1000)]  # a duration a person waits, a second at least
+
+
+class Definitional(Record, omit_defaults=False):
+    """A struct of a definition file. Unlike a record's, its JSON keeps the values left at
+    their defaults (``minSeverity: advisory``), so a person reads what is in force; only the
+    absent optionals (``None``) are left out."""
+
+    def to_json_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = _without_none(msgspec.to_builtins(self))
+        return data
+
+
+def _without_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_none(v) for v in value]
+    return value
+
+
+class PolicyHeader(Definitional):
     name: PolicyName
     version: PositiveInt
     description: str
@@ -42,20 +69,20 @@ class PolicyHeader(Schema):
 # --- routing -------------------------------------------------------------------------------
 
 
-class RoutingRule(Schema):
+class RoutingRule(Definitional):
     kind: MessageKind
     min_severity: Severity
     consumer: Consumer
 
 
-class ImpactSeverity(Schema):
+class ImpactSeverity(Definitional):
     low: Severity
     medium: Severity
     high: Severity
     critical: Severity
 
 
-class RecoveryConsumers(Schema):
+class RecoveryConsumers(Definitional):
     remediate: Consumer
     replan: Consumer
     clarify: Consumer
@@ -63,20 +90,19 @@ class RecoveryConsumers(Schema):
     escalate: Consumer
 
 
-class Floor(Schema):
+class Floor(Definitional):
     pattern: str
     severity: Severity
     reason: str
 
-    @field_validator("pattern")
-    @classmethod
-    def _compiles(cls, value: str) -> str:
+    def __post_init__(self) -> None:
         # Compiled as the router runs it (the regex engine, ASCII classes).
+        import regex
+
         try:
-            regex.compile(value, regex.ASCII)
+            regex.compile(self.pattern, regex.ASCII)
         except regex.error as exc:
-            raise ValueError(f"not a regular expression ({exc})") from None
-        return value
+            raise ValueError(f"pattern: not a regular expression ({exc})") from None
 
 
 class RoutingPolicy(PolicyHeader):
@@ -97,26 +123,26 @@ class RoutingPolicy(PolicyHeader):
 # --- interaction ---------------------------------------------------------------------------
 
 
-class Timeouts(Schema):
-    recap: Annotated[int, Field(ge=1000, strict=True)]
-    choice: Annotated[int, Field(ge=1000, strict=True)]
-    clarification: Annotated[int, Field(ge=1000, strict=True)]
-    consent: Annotated[int, Field(ge=1000, strict=True)]
-    uat: Annotated[int, Field(ge=1000, strict=True)]
+class Timeouts(Definitional):
+    recap: Millis
+    choice: Millis
+    clarification: Millis
+    consent: Millis
+    uat: Millis
 
     def for_kind(self, kind: str) -> int:
         value: int = getattr(self, kind)
         return value
 
 
-class SessionAttention(Schema):
+class SessionAttention(Definitional):
     """Ours: what a session unit (an agent a person runs by hand) may ask, over its whole run.
 
     A session is one attempt that lasts as long as the person works, a day perhaps, so a cap
     per attempt would silence it after its first questions; a rate over any hour does not.
     """
 
-    blocking_per_hour: Annotated[int, Field(ge=0, strict=True)]
+    blocking_per_hour: Count
 
 
 #: The session budget when the policy declares none (the original's files, which cannot): the
@@ -124,8 +150,8 @@ class SessionAttention(Schema):
 DEFAULT_SESSION_ATTENTION = SessionAttention(blocking_per_hour=4)
 
 
-class Attention(Schema):
-    blocking_per_attempt: Annotated[int, Field(ge=0, strict=True)]
+class Attention(Definitional):
+    blocking_per_attempt: Count
     # Ours: the budget of a session unit, which has no attempts to count by.
     session: SessionAttention | None = None
 
@@ -144,7 +170,7 @@ _USE_A_REFERENCE = (
 )
 
 
-class QuietHours(Schema):
+class QuietHours(Definitional):
     """A daily window when a channel is not used (it is used again when the window ends)."""
 
     start: str
@@ -154,25 +180,22 @@ class QuietHours(Schema):
     # This severity and above reaches the person even in quiet hours.
     unless: Severity | None = "critical"
 
-    @field_validator("start", "end")
-    @classmethod
-    def _clock_time(cls, value: str) -> str:
-        if not _CLOCK_TIME.match(value):
-            raise ValueError(f"{value!r} is not a time of day as HH:MM (00:00 to 23:59)")
-        return value
-
-    @field_validator("timezone")
-    @classmethod
-    def _zone(cls, value: str | None) -> str | None:
-        if value is not None:
+    def __post_init__(self) -> None:
+        for name, value in (("start", self.start), ("end", self.end)):
+            if not _CLOCK_TIME.match(value):
+                raise ValueError(
+                    f"{name}: {value!r} is not a time of day as HH:MM (00:00 to 23:59)"
+                )
+        if self.timezone is not None:
             try:
-                ZoneInfo(value)
+                ZoneInfo(self.timezone)
             except (ZoneInfoNotFoundError, ValueError):
-                raise ValueError(f"{value!r} is not a time zone this machine knows") from None
-        return value
+                raise ValueError(
+                    f"timezone: {self.timezone!r} is not a time zone this machine knows"
+                ) from None
 
 
-class Channel(Schema):
+class Channel(Definitional):
     """Ours: one place a person is reached, for which obligations, and when not.
 
     The original's closed schema refuses ``channels``; see docs/reaching-people.md. Secrets
@@ -183,94 +206,76 @@ class Channel(Schema):
 
     type: ChannelType
     # Unique among the person's channels; defaults to the type.
-    name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]*$")] | None = None
+    name: PolicyName | None = None
     # desktop: none (notify-send) or an apprise URL; email: mailto(s)://…; slack: slack://… or
     # an incoming-webhook https URL; ntfy: ntfy(s)://host/topic; webhook: http(s) URL (JSON
     # is POSTed); apprise: any URL the apprise library understands.
-    url: Annotated[str, Field(min_length=1)] | None = None
-    to: Annotated[str, Field(min_length=3)] | None = None  # email: the address
+    url: NonEmpty | None = None
+    to: Annotated[str, msgspec.Meta(min_length=3)] | None = None  # email: the address
     # desktop: the command to run instead (title and body are appended as arguments); its
     # ${NAME} parts are replaced when it runs.
-    command: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)] | None = None
+    command: Annotated[list[NonEmpty], msgspec.Meta(min_length=1)] | None = None
     min_severity: Severity = "advisory"
     # Concerns (interaction, algedonic-signal, recovery-decision…) or question kinds
     # (consent, choice…); every kind when absent.
-    kinds: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)] | None = None
-    reminders: StrictBool = True
+    kinds: Annotated[list[NonEmpty], msgspec.Meta(min_length=1)] | None = None
+    reminders: bool = True
     quiet_hours: QuietHours | None = None
-    secrets_file: Annotated[str, Field(min_length=1)] | None = None
+    secrets_file: NonEmpty | None = None
 
     @property
     def label(self) -> str:
         return self.name or self.type
 
-    @field_validator("url", "to")
-    @classmethod
-    def _no_literal_secret(cls, value: str | None) -> str | None:
-        if value is not None and (why := literal_secret(value)):
-            raise ValueError(f"holds {why}: {_USE_A_REFERENCE}")
-        return value
-
-    @field_validator("command")
-    @classmethod
-    def _no_literal_secret_argument(cls, value: list[str] | None) -> list[str] | None:
-        if value is not None and (why := literal_secret_in_command(value)):
-            raise ValueError(f"holds {why}: {_USE_A_REFERENCE}")
-        return value
-
-    @field_validator("secrets_file")
-    @classmethod
-    def _outside(cls, value: str | None) -> str | None:
-        if value is not None and not (value.startswith("/") or value.startswith("~/")):
+    def __post_init__(self) -> None:
+        for name, value in (("url", self.url), ("to", self.to)):
+            if value is not None and (why := literal_secret(value)):
+                raise ValueError(f"{name}: holds {why}: {_USE_A_REFERENCE}")
+        if self.command is not None and (why := literal_secret_in_command(self.command)):
+            raise ValueError(f"command: holds {why}: {_USE_A_REFERENCE}")
+        secrets = self.secrets_file
+        if secrets is not None and not (secrets.startswith("/") or secrets.startswith("~/")):
             raise ValueError(
-                f"{value!r} must be an absolute or ~/ path: a secrets file lives outside the "
-                "repository"
+                f"secretsFile: {secrets!r} must be an absolute or ~/ path: a secrets file lives "
+                "outside the repository"
             )
-        return value
-
-    @model_validator(mode="after")
-    def _complete(self) -> Channel:
         if self.type in ("slack", "ntfy", "webhook", "apprise", "email") and self.url is None:
             raise ValueError(f"a {self.type} channel needs a url")
         if self.type == "email" and self.to is None:
             raise ValueError("an email channel needs to: the address")
         if self.command is not None and self.type != "desktop":
             raise ValueError("only a desktop channel runs a command")
-        return self
 
 
-class Person(Schema):
-    name: Annotated[str, Field(min_length=1)]
+class Person(Definitional):
+    name: NonEmpty
     resolve_up_to: Severity
     # Strict: "true" or 1 is not a grant of authority.
-    accept_risk: StrictBool
-    act_as_s5: StrictBool = Field(alias="actAsS5")
+    accept_risk: bool
+    act_as_s5: bool
     # Ours: when set, only these OS users may act as this person.
-    os_users: list[Annotated[str, Field(min_length=1)]] | None = None
+    os_users: list[NonEmpty] | None = None
     # Ours: where the person is reached (docs/reaching-people.md); the original ignores it
     # (its closed schema refuses it).
     channels: list[Channel] | None = None
 
-    @field_validator("channels")
-    @classmethod
-    def _unique(cls, value: list[Channel] | None) -> list[Channel] | None:
+    def __post_init__(self) -> None:
         seen: set[str] = set()
-        for channel in value or []:
+        for channel in self.channels or []:
             if channel.label in seen:
                 raise ValueError(
-                    f"two channels are named {channel.label!r}: give each a distinct name"
+                    f"channels: two channels are named {channel.label!r}: give each a distinct name"
                 )
             seen.add(channel.label)
-        return value
 
 
 class InteractionPolicy(PolicyHeader):
     timeouts_ms: Timeouts
     attention: Attention
-    reminder_after_ms: Annotated[int, Field(ge=60000, strict=True)]
+    reminder_after_ms: Annotated[int, msgspec.Meta(ge=60000)]
     people: list[Person]
     # Ours (documented only in the original): route a unit paused past this under `timeout`.
-    wait_ceiling_ms: Annotated[int, Field(ge=1000, strict=True)] | None = None
+    wait_ceiling_ms: Millis | None = None
 
     def person(self, name: str) -> Person | None:
         return next((p for p in self.people if p.name == name), None)
@@ -283,17 +288,17 @@ class InteractionPolicy(PolicyHeader):
 # --- recovery ------------------------------------------------------------------------------
 
 
-class RecoveryRule(Schema):
+class RecoveryRule(Definitional):
     cause: FailureCause
-    actions: Annotated[list[RecoveryAction], Field(min_length=1)]
+    actions: Annotated[list[RecoveryAction], msgspec.Meta(min_length=1)]
 
 
 class RecoveryPolicy(PolicyHeader):
     rules: list[RecoveryRule]
-    fallback: Annotated[list[RecoveryAction], Field(min_length=1)]
+    fallback: Annotated[list[RecoveryAction], msgspec.Meta(min_length=1)]
     # Ours: when the unit's last N decisions (this one included) alternate between two causes
     # (A, B, A, B), escalate. Absent: off, the original's per-cause counting alone.
-    alternation_window: Annotated[int, Field(ge=3, strict=True)] | None = None
+    alternation_window: Annotated[int, msgspec.Meta(ge=3)] | None = None
 
     def rule_for(self, cause: str) -> RecoveryRule | None:
         return next((rule for rule in self.rules if rule.cause == cause), None)
@@ -306,39 +311,39 @@ class RecoveryPolicy(PolicyHeader):
 # --- budget and models ---------------------------------------------------------------------
 
 
-class Ceiling(Schema):
+class Ceiling(Definitional):
     tokens: PositiveInt
-    cost: Annotated[float, Field(ge=0)] | None = None
+    cost: Annotated[float, msgspec.Meta(ge=0)] | None = None
     wall_clock_ms: PositiveInt
     turns: PositiveInt
     attempts: PositiveInt
 
 
-class PartialCeiling(Schema):
+class PartialCeiling(Definitional):
     tokens: PositiveInt | None = None
-    cost: Annotated[float, Field(ge=0)] | None = None
+    cost: Annotated[float, msgspec.Meta(ge=0)] | None = None
     wall_clock_ms: PositiveInt | None = None
     turns: PositiveInt | None = None
     attempts: PositiveInt | None = None
 
 
-class Budgets(Schema):
+class Budgets(Definitional):
     default: Ceiling
     by_unit_type: dict[str, PartialCeiling] | None = None
 
 
-class Route(Schema):
+class Route(Definitional):
     primary: ModelId
     fallback: list[ModelId]
 
 
-class Models(Schema):
+class Models(Definitional):
     default: Route
     by_unit_type: dict[str, Route] | None = None
 
 
-class Coordination(Schema):
-    oscillation_threshold: Annotated[int, Field(ge=2, strict=True)]
+class Coordination(Definitional):
+    oscillation_threshold: Annotated[int, msgspec.Meta(ge=2)]
 
 
 class BudgetPolicy(PolicyHeader):
@@ -351,8 +356,12 @@ class BudgetPolicy(PolicyHeader):
         override = (self.budgets.by_unit_type or {}).get(unit_type)
         if override is None:
             return self.budgets.default
-        changes = override.model_dump(exclude_none=True)
-        return self.budgets.default.model_copy(update=changes)
+        changes = {
+            name: value
+            for name in override.__struct_fields__
+            if (value := getattr(override, name)) is not None
+        }
+        return self.budgets.default.replace(**changes)
 
     def route_for(self, unit_type: str) -> Route:
         """The unit type's route if it has one, else the default: routes are not merged."""

@@ -1,6 +1,6 @@
 """The closed vocabularies of the protocol (docs/design.md, from #the-regulatory-log on).
 
-Each is a ``Literal`` so that pydantic refuses anything else and mypy checks every use; the
+Each is a ``Literal`` so that a decode refuses anything else and mypy checks every use; the
 tuple beside it is the same list at run time, in the original's order, for messages that name
 the allowed values.
 """

@@ -16,8 +16,8 @@ from regulator.protocol.obligations import ObligationState
 from regulator.protocol.vocab import severity_at_least
 
 if TYPE_CHECKING:
-    # The policy's pydantic models are the caller's to import: a command that only reads the
-    # log (``obligations``, the room's stream) takes process_os_user from here without them.
+    # The policy's structs are the caller's to import: a command that only reads the log
+    # (``obligations``, the room's stream) takes process_os_user from here without them.
     from regulator.protocol.policies import InteractionPolicy
 
 
