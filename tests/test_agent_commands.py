@@ -419,7 +419,7 @@ def test_a_file_that_still_has_except_is_refused_in_one_line_naming_what_replace
         ({"flagsWithValue": ["--lines="]}, "ls.flagsWithValue", "takes a value"),
         ({"flags": ["-name"]}, "ls", "combinedFlags: false"),
         ({"anyWords": True, "flags": ["-l"]}, "ls", "anyWords takes every word"),
-        ({"maxOperands": -1}, "ls.maxOperands", "greater than or equal to 0"),
+        ({"maxOperands": -1}, "ls.maxOperands", "expected `int` >= 0 (got -1)"),
         ({"subcommands": {"a b": {}}}, "ls.subcommands", "not a command name"),
         ({"flag": ["-l"]}, "ls.flag", "not a field"),
     ],
@@ -435,15 +435,15 @@ def test_a_bad_read_only_entry_is_refused_naming_its_field(
     assert says in problem
 
 
-def test_a_value_pydantic_would_coerce_is_still_refused(tmp_path: Path) -> None:
-    # The structs decide, strictly; the pydantic models only describe what they refuse, and a
-    # file those models would accept ("yes" read as true) is refused all the same.
+def test_a_value_of_another_type_is_refused_not_coerced(tmp_path: Path) -> None:
+    # Strict: "yes" is not read as true.
     def edit(rules: dict[str, Any]) -> None:
         rules["consent"][0]["outsideRepository"] = "yes"
 
     (problem,) = _problems(_definition_with(tmp_path, edit))
-    assert "agents.yaml: Expected `bool`, got `str`" in problem
-    assert "consent[0].outsideRepository" in problem
+    assert problem.endswith(
+        "agents.claude-code.consent[0].outsideRepository: expected `bool`, got `str`"
+    )
 
 
 def test_a_command_name_that_is_a_path_is_refused(tmp_path: Path) -> None:

@@ -103,8 +103,7 @@ def test_a_hook_for_a_reading_tool_answers_without_the_session_machinery(instanc
 NO_PYDANTIC = HOOK.replace(
     'heavy = ("regulator.rules.regulatory_log", "regulator.host.session_units", '
     '"regulator.host.tools")',
-    'heavy = ("pydantic", "regulator.policy.agents_models", "regulator.protocol.policies", '
-    '"regex", "secrets", "subprocess")',
+    'heavy = ("pydantic", "regulator.protocol.policies", "regex", "secrets", "subprocess")',
 )
 assert NO_PYDANTIC != HOOK
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import msgspec
 
-from regulator.policy import Definition, PolicyError
+from regulator.policy import Definition
 from regulator.policy.agent_guard import (
     WRITING_TOOLS,
     GuardedPlaces,
@@ -33,16 +33,12 @@ from regulator.policy.agent_guard import (
     file_tool_hit,
     person_act,
 )
-from regulator.policy.loader import (
-    display_path,
-    load_policy_file,
-    read_definition_data,
-    shipped_policies_dir,
-)
+from regulator.policy.loader import read_definition_data, refused, shipped_policies_dir
 from regulator.policy.read_only import (
     CommandSpec,
     check_command_name,
     command_reads_only,
+    naming,
     reads_only,
 )
 
@@ -92,7 +88,7 @@ EXCEPT_GONE = (
 
 # The structs below decide what ``agents.yaml`` may hold: closed (an unknown field, ``except``
 # among them, is refused), strict (no coercion), camelCase in the file. A file they refuse is
-# described by the pydantic models of :mod:`regulator.policy.agents_models`.
+# described problem by problem, each with its line and field, as every definition file.
 
 
 class ConsentRule(msgspec.Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
@@ -104,9 +100,11 @@ class ConsentRule(msgspec.Struct, rename="camel", forbid_unknown_fields=True, fr
     outside_repository: bool = False
 
     def __post_init__(self) -> None:
-        check_pattern(self.tool)
-        for name in self.read_only_commands:
-            check_command_name(name)
+        with naming("tool"):
+            check_pattern(self.tool)
+        with naming("readOnlyCommands"):
+            for name in self.read_only_commands:
+                check_command_name(name)
 
 
 class AgentRules(msgspec.Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
@@ -159,14 +157,19 @@ def load_agent_effects_file(path: Path) -> AgentEffects:
     text, data = read_definition_data("agents", path)
     try:
         return msgspec.convert(data, AgentEffects, strict=True)
-    except msgspec.ValidationError as exc:
-        refused = exc
-    # Refused: the pydantic models say where and why, field by field.
-    from regulator.policy.agents_models import AgentEffectsModel
+    except msgspec.ValidationError:
+        pass
+    from regulator.protocol.entry import every_refusal
 
-    load_policy_file("agents", path, AgentEffectsModel, text=text, data=data)
-    # Those models accept what the structs refuse (a value they would coerce): still refused.
-    raise PolicyError([f"{display_path(path)}: {refused}"])
+    raise refused(
+        path,
+        text,
+        [
+            # A field a file written for an older regulator may still have: say what replaced it.
+            (loc, EXCEPT_GONE if loc[-1:] == ("except",) and "consent" in loc else why)
+            for loc, why in every_refusal(AgentEffects, data)
+        ],
+    )
 
 
 def _outside(path: str, repository: Path) -> bool:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -265,11 +266,7 @@ def load_policy_file(
         except msgspec.ValidationError:
             from regulator.protocol.entry import every_refusal
 
-            problems = [
-                problem_at(path, text, loc, f"{field_path(loc)}: {why}" if loc else why)
-                for loc, why in every_refusal(model, data)
-            ]
-            raise PolicyError(problems) from None
+            raise refused(path, text, every_refusal(model, data)) from None
     from pydantic import ValidationError
 
     from regulator.protocol.errors import describe_validation_error
@@ -282,6 +279,19 @@ def load_policy_file(
             problem_at(path, text, loc, message) for loc, message in describe_validation_error(exc)
         ]
         raise PolicyError(problems) from None
+
+
+def refused(
+    path: Path, text: str, problems: Iterable[tuple[tuple[int | str, ...], str]]
+) -> PolicyError:
+    """A file's problems, each as (location, why), as one PolicyError: a line each, naming the
+    file, the line where the text places it, and the field path."""
+    return PolicyError(
+        [
+            problem_at(path, text, loc, f"{field_path(loc)}: {why}" if loc else why)
+            for loc, why in problems
+        ]
+    )
 
 
 def _kind(data: object) -> str:

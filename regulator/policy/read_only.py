@@ -23,7 +23,8 @@ reads; it is pure.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 import msgspec
@@ -42,8 +43,9 @@ _DESCRIPTOR = re.compile(r"[0-9]+-?")
 class CommandSpec(msgspec.Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
     """What one read-only command may be given (see the module's docstring).
 
-    A msgspec struct, decoded on every call the hook answers; a refused entry is described by
-    the pydantic model of :mod:`regulator.policy.agents_file`, which runs the same checks."""
+    A msgspec struct, decoded on every call the hook answers; each of its own checks names the
+    field it concerns, so a refused entry is described field by field
+    (``regulator.protocol.entry.every_refusal``)."""
 
     flags: list[str] = msgspec.field(default_factory=list)
     flags_with_value: list[str] = msgspec.field(default_factory=list)
@@ -54,11 +56,24 @@ class CommandSpec(msgspec.Struct, rename="camel", forbid_unknown_fields=True, fr
     subcommands: dict[str, CommandSpec] = msgspec.field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        check_flags(self.flags)
-        check_flags_with_value(self.flags_with_value)
-        for name in self.subcommands:
-            check_command_name(name)
+        with naming("flags"):
+            check_flags(self.flags)
+        with naming("flagsWithValue"):
+            check_flags_with_value(self.flags_with_value)
+        with naming("subcommands"):
+            for name in self.subcommands:
+                check_command_name(name)
         check_consistent(self)
+
+
+@contextmanager
+def naming(field: str) -> Iterator[None]:
+    """A check's ``ValueError`` begins with the field it concerns, as a struct's own check
+    says where it failed (its path, in msgspec's refusal, is the struct's)."""
+    try:
+        yield
+    except ValueError as exc:
+        raise ValueError(f"{field}: {exc}") from None
 
 
 class _SpecFields(Protocol):
