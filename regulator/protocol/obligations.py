@@ -9,7 +9,7 @@ state; the fold itself belongs to the ledger.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import msgspec
 
@@ -157,24 +157,25 @@ class Delivery(Record):
 _OBLIGATION_FIELDS = Obligation.__struct_fields__
 
 
-class ObligationState(_ObligationFields, frozen=False, omit_defaults=False):  # type: ignore[misc]
+class ObligationState(_ObligationFields, frozen=False):  # type: ignore[misc]
     """An obligation folded from its events: the obligation's fields plus what happened to it.
 
     Not frozen: the fold updates it in place as events arrive, one at a time. Not a line of
     any log (the commands print it): every field is written, the empty lists too, but for
-    the optional ones left at ``None``.
+    the optional ones left at ``None``. So the fields always written have no default, and
+    encoding the struct (``omit_defaults``, as every record) gives that shape by itself.
     """
 
-    status: ObligationStatus = "open"
-    acknowledged_by: list[str] = msgspec.field(default_factory=list)
-    deliveries: list[Delivery] = msgspec.field(default_factory=list)
+    status: ObligationStatus
+    acknowledged_by: list[str]
+    deliveries: list[Delivery]
     disposition: Disposition | None = None
     rationale: str | None = None
     successor: str | None = None
     closed_at: str | None = None
     closed_by: str | None = None
     # Every event of this obligation, in log order, the opening first.
-    history: list[ObligationEvent] = msgspec.field(default_factory=list)
+    history: list[ObligationEvent]
 
     @classmethod
     def from_opened(cls, event: ObligationOpened) -> ObligationState:
@@ -192,13 +193,12 @@ class ObligationState(_ObligationFields, frozen=False, omit_defaults=False):  # 
             question=ob.question,
             opened_at=ob.opened_at,
             opened_by=ob.opened_by,
+            status="open",
+            acknowledged_by=[],
+            deliveries=[],
             history=[event],
         )
 
     def as_obligation(self) -> Obligation:
         """The obligation as it was opened, without the folded fields."""
         return Obligation(**{name: getattr(self, name) for name in _OBLIGATION_FIELDS})
-
-    def to_json_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = msgspec.to_builtins(self)
-        return {key: value for key, value in data.items() if value is not None}

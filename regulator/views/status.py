@@ -447,18 +447,19 @@ def _span(encoded: bytes, mark: str) -> tuple[int, int]:
     return start, start + len(quoted)
 
 
-# What a record dump gives: its JSON shape, its strings appended to the list.
-_ToJson = Callable[[Any, list[Any]], dict[str, Any]]
+# What an item of a list is written as: a record (or a dict that may hold records), which
+# msgspec encodes in its file's shape; its strings appended to the list.
+_ToJson = Callable[[Any, list[Any]], Any]
 
 #: In a record's strings: a value of no declared shape (a JSON value), which only a walk of
 #: the record's JSON can tell about.
 OPAQUE = object()
 
 
-def record_json(record: Record, strings: list[Any]) -> dict[str, Any]:
-    """``record.to_json_dict()``, and every string it holds appended to ``strings``."""
+def record_json(record: Record, strings: list[Any]) -> Record:
+    """``record``, to be encoded as it is, and every string it holds appended to ``strings``."""
     _strings_of(record, strings)
-    return record.to_json_dict()
+    return record
 
 
 def _strings_of(record: Any, strings: list[Any]) -> None:
@@ -500,9 +501,10 @@ def write_records_json(
     redactor: Redactor,
     write: Callable[[bytes | memoryview], object],
 ) -> None:
-    """``items`` as a JSON list of their ``to_json`` dicts (indented by two, ending in a newline),
-    redacted and inert: the bytes ``print_json`` would write of the redacted list, made as the
-    status view's lists are (one batch's JSON in memory at a time)."""
+    """``items`` as a JSON list of what ``to_json`` makes of them (indented by two, ending in a
+    newline), redacted and inert: the bytes ``print_json`` would write of the redacted list
+    (see ``_write_records``), made as the status view's lists are (one batch's JSON in memory
+    at a time)."""
     with collector_paused(freeze=True):
         _write_records(items, to_json, _Scrubber(redactor), write, top=True)
     write(b"\n")
@@ -519,10 +521,14 @@ def _write_records(
     """``items`` as the JSON list at depth 2 of the view (or as the whole document, ``top``),
     redacted as ``scrubber.walk`` would.
 
-    A batch's dicts are made with ``record_json``, which lists the strings it put in them; the
-    redactor looks at the batch's distinct strings all at once (``Redactor.suspects``), and only
-    a record holding a string it changes, or strings that could not be listed, is walked. Every
-    key and ``Literal`` word of a record type is looked at once per type.
+    ``record_json`` lists the strings of a batch's records; the redactor looks at the batch's
+    distinct strings all at once (``Redactor.suspects``), and only a record holding a string it
+    changes, or strings that could not be listed, is made a dict and walked. Every key and
+    ``Literal`` word of a record type is looked at once per type.
+
+    The records are encoded by msgspec, straight from the structs, and indented by its
+    ``format``: the bytes orjson writes of their dicts (``print_json``), but for the spelling
+    of a float's exponent (``1e16`` for ``1e+16``), half the time.
     """
     if not items:
         write(b"[]")
@@ -533,15 +539,15 @@ def _write_records(
         batch = items[first : first + _BATCH]
         strings: list[Any] = []
         ends: list[int] = []
-        dicts = []
+        shown = []
         for item in batch:
-            dicts.append(to_json(item, strings))
+            shown.append(to_json(item, strings))
             ends.append(len(strings))
         walk = _records_to_walk(batch, strings, ends, redactor, scrubber)
         for index in walk:
-            scrubber.walk(dicts[index])
-        # The batch inside the same nesting as in the view, so orjson indents it the same.
-        encoded = orjson.dumps(dicts if top else {"i": {"o": dicts}}, option=_INDENT)
+            shown[index] = scrubber.walk(msgspec.to_builtins(shown[index]))
+        # The batch inside the same nesting as in the view, so that it is indented the same.
+        encoded = msgspec.json.format(_encode(shown if top else {"i": {"o": shown}}), indent=2)
         head, tail = (b"[", b"\n]") if top else (_NEST_HEAD, _NEST_TAIL)
         assert encoded.startswith(head) and encoded.endswith(tail)
         body = memoryview(encoded)[len(head) : -len(tail)]
@@ -627,6 +633,7 @@ def _words(kind: type[Any]) -> set[str] | None:
 
 
 _INDENT = orjson.OPT_INDENT_2
+_encode = msgspec.json.Encoder().encode
 _BATCH = 1000
 _NEST_HEAD = b'{\n  "i": {\n    "o": ['
 _NEST_TAIL = b"\n    ]\n  }\n}"
