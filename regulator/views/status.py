@@ -403,7 +403,11 @@ def redacted_view(view: dict[str, Any], redactor: Redactor) -> dict[str, Any]:
 
 
 def write_status_json(
-    status: Status, redactor: Redactor, write: Callable[[bytes | memoryview], object]
+    status: Status,
+    redactor: Redactor,
+    write: Callable[[bytes | memoryview], object],
+    *,
+    batch: int = 1000,
 ) -> None:
     """The view as JSON (orjson, indented by two), redacted and inert, written in pieces
     (``bytes``, or a ``memoryview`` of a batch's bytes).
@@ -412,7 +416,7 @@ def write_status_json(
     without its obligations (``build_status(..., obligations=False)``) the obligations and the
     interactions are turned into JSON in batches (:func:`_write_records`), so that memory holds
     the fold and one batch's JSON, not every obligation's dict and the whole text (hundreds of
-    MB at 1,000,000 lines).
+    MB at 1,000,000 lines). ``batch``: the records turned into JSON at a time.
     """
     scrubber = _Scrubber(redactor)
     view = status.view
@@ -436,7 +440,7 @@ def write_status_json(
         at = 0
         for start, end, items, to_json in sorted(lists, key=lambda entry: entry[0]):
             write(_inert(encoded[at:start]))
-            _write_records(items, to_json, scrubber, write)
+            _write_records(items, to_json, scrubber, write, batch=batch)
             at = end
         write(_inert(encoded[at:]) + b"\n")
 
@@ -506,7 +510,7 @@ def write_records_json(
     (see ``_write_records``), made as the status view's lists are (one batch's JSON in memory
     at a time)."""
     with collector_paused(freeze=True):
-        _write_records(items, to_json, _Scrubber(redactor), write, top=True)
+        _write_records(items, to_json, _Scrubber(redactor), write, top=True, batch=1000)
     write(b"\n")
 
 
@@ -516,6 +520,7 @@ def _write_records(
     scrubber: _Scrubber,
     write: Callable[[bytes | memoryview], object],
     *,
+    batch: int,
     top: bool = False,
 ) -> None:
     """``items`` as the JSON list at depth 2 of the view (or as the whole document, ``top``),
@@ -535,15 +540,15 @@ def _write_records(
         return
     redactor = scrubber.redactor
     opening = b"["
-    for first in range(0, len(items), _BATCH):
-        batch = items[first : first + _BATCH]
+    for first in range(0, len(items), batch):
+        some = items[first : first + batch]
         strings: list[Any] = []
         ends: list[int] = []
         shown = []
-        for item in batch:
+        for item in some:
             shown.append(to_json(item, strings))
             ends.append(len(strings))
-        walk = _records_to_walk(batch, strings, ends, redactor, scrubber)
+        walk = _records_to_walk(some, strings, ends, redactor, scrubber)
         for index in walk:
             shown[index] = scrubber.walk(msgspec.to_builtins(shown[index]))
         # The batch inside the same nesting as in the view, so that it is indented the same.
@@ -634,7 +639,6 @@ def _words(kind: type[Any]) -> set[str] | None:
 
 _INDENT = orjson.OPT_INDENT_2
 _encode = msgspec.json.Encoder().encode
-_BATCH = 1000
 _NEST_HEAD = b'{\n  "i": {\n    "o": ['
 _NEST_TAIL = b"\n    ]\n  }\n}"
 
