@@ -1,8 +1,10 @@
-"""The base of the definition files' models: policies, workload, profiles, ``agents.yaml``.
+"""The base of the workload's and the original's profiles' models (pydantic).
 
-A person writes these files, so their models stay pydantic, whose errors name every field
-that is wrong (``rules[2].minSeverity: 'blockng' is not one of …``). The records of
-``.regulator/`` are ``msgspec`` structs instead (``regulator.protocol.base``).
+These are read when a unit is dispatched or a session starts, not by the commands that run
+often. The four policies and ``agents.yaml``, which ``status`` and the hook read on every
+run, are msgspec structs like the records (``regulator.protocol.policies``,
+``regulator.policy.agent_effects``), and a refused file names every problem all the same
+(``regulator.protocol.entry.every_refusal``).
 """
 
 from __future__ import annotations
