@@ -86,6 +86,31 @@ def test_every_problem_of_a_policy_is_listed_at_once(tmp_path: Path) -> None:
     assert len(caught.value.problems) >= 5
 
 
+def test_a_name_or_model_with_a_trailing_newline_is_refused_as_the_original_refuses_it() -> None:
+    # Python's `$` matches before a final newline; the original's JavaScript `$` does not, so
+    # the patterns end in `\Z` (and are shown with `$`).
+    routing = load_definition(None).routing.to_json_dict()
+    with pytest.raises(
+        ValueError, match=r"name: 'routing\\n' does not match \^\[a-z\]\[a-z0-9-\]\*\$"
+    ):
+        RoutingPolicy.from_json_dict({**routing, "name": "routing\n"})
+    budget = load_definition(None).budget.to_json_dict()
+    budget["models"]["default"]["primary"] = "anthropic/claude\n"
+    with pytest.raises(ValueError, match=r"models\.default\.primary: .* does not match"):
+        BudgetPolicy.from_json_dict(budget)
+
+
+def test_a_mapping_key_of_the_wrong_type_is_named_as_a_key(tmp_path: Path) -> None:
+    text = (shipped_policies_dir() / "budget.yaml").read_text()
+    bad = text.replace("    plan: {", "    1: { turns: 2 }\n    plan: {")
+    assert bad != text
+    root = _definition_with(tmp_path, "budget.yaml", bad)
+    with pytest.raises(PolicyError) as caught:
+        load_policy_file("budget", root / "policies" / "budget.yaml", BudgetPolicy)
+    (problem,) = caught.value.problems
+    assert problem.endswith("budgets.byUnitType: a key: expected `str`, got `int`")
+
+
 def test_the_originals_json_policies_load_unchanged(tmp_path: Path) -> None:
     # The original's routing.json and default.json, as it ships them (docs/design.md#routing,
     # #budgets-and-models).

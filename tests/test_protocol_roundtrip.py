@@ -1376,7 +1376,8 @@ def test_a_choice_offering_a_single_option_is_refused() -> None:
 
 def test_a_unit_id_that_could_leave_its_directory_is_refused() -> None:
     unit = EXECUTION["unit record, just contracted"][1]
-    for unit_id in ("../x", "a/b", ""):
+    # A trailing newline too: Python's `$` would let it through, the original's `$` does not.
+    for unit_id in ("../x", "a/b", "", "u1\n"):
         assert "unitId: " in refusal(loader(UnitRecord), {**unit, "unitId": unit_id})
 
 

@@ -97,7 +97,8 @@ def _show(value: Any) -> str:
 
 
 # ``<what> - at `$.a[0].b```: msgspec's one problem, and where it is.
-_AT = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
+# A mapping's key is placed as ``- at `key` in `$.a```.
+_AT = re.compile(r"^(?P<what>.*?)(?: - at (?P<key>`key` in )?`\$(?P<path>[^`]*)`)?$", re.DOTALL)
 _SEGMENT = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
 _NAMED = re.compile(r"^Object (missing required|contains unknown) field `(?P<name>[^`]*)`$")
 _INVALID = re.compile(r"^Invalid (?:enum )?value ")
@@ -208,7 +209,9 @@ def _refusal(exc: msgspec.MsgspecError, root: Any, data: Any) -> tuple[list[int 
         name if name else int(index) for name, index in _SEGMENT.findall(where)
     ]
     named = _NAMED.match(what)
-    if named is not None:
+    if match is not None and match["key"]:  # a mapping's key, not one of its values
+        message = f"a key: {what[0].lower()}{what[1:]}"
+    elif named is not None:
         path.append(named["name"])
         if named.group(1) == "missing required":
             message = "required, and missing"
@@ -222,7 +225,7 @@ def _refusal(exc: msgspec.MsgspecError, root: Any, data: Any) -> tuple[list[int 
     elif (pattern := _PATTERN.match(what)) is not None and (
         value := _at(data, path)
     ) is not _MISSING:
-        message = f"{_show(value)} does not match {pattern['pattern']}"
+        message = f"{_show(value)} does not match {_pattern_shown(pattern['pattern'])}"
     elif what.startswith("Expected "):
         value = _at(data, path)
         message = what[0].lower() + what[1:]
@@ -231,6 +234,14 @@ def _refusal(exc: msgspec.MsgspecError, root: Any, data: Any) -> tuple[list[int 
     else:  # a record's own check (``__post_init__``) names its field itself
         message = what
     return path, message
+
+
+def _pattern_shown(quoted: str) -> str:
+    """A pattern as msgspec quotes it (backslashes doubled), as it is written; the end anchor
+    ``\\Z`` (which, unlike Python's ``$``, does not match before a final newline, as the
+    original's JavaScript ``$`` does not) shown as ``$``."""
+    pattern = quoted.replace("\\\\", "\\")
+    return pattern[:-2] + "$" if pattern.endswith("\\Z") else pattern
 
 
 def every_refusal(root: type, data: Any) -> list[tuple[tuple[int | str, ...], str]]:

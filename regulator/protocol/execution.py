@@ -27,9 +27,9 @@ from regulator.protocol.vocab import (
 )
 
 # A unit id becomes a directory name: nothing that could climb out of ``units/``.
-UnitId = Annotated[str, msgspec.Meta(pattern=r"^[a-zA-Z0-9._-]+$")]
+UnitId = Annotated[str, msgspec.Meta(pattern=r"^[a-zA-Z0-9._-]+\Z")]
 # Contract and decision ids.
-DecisionId = Annotated[str, msgspec.Meta(pattern=r"^[a-zA-Z0-9][a-zA-Z0-9._-]*$")]
+DecisionId = Annotated[str, msgspec.Meta(pattern=r"^[a-zA-Z0-9][a-zA-Z0-9._-]*\Z")]
 Version = Annotated[int, msgspec.Meta(ge=1)]
 Count = Annotated[int, msgspec.Meta(ge=0)]
 Positive = Annotated[int, msgspec.Meta(ge=1)]

@@ -91,7 +91,7 @@ class ServeLiveness(Record):
 
 # --- one-time answers: answer-codes.ndjson, answer-links.ndjson ----------------------------------
 
-Hex = Annotated[str, msgspec.Meta(pattern="^(?:[0-9a-f]{2})+$")]
+Hex = Annotated[str, msgspec.Meta(pattern=r"^(?:[0-9a-f]{2})+\Z")]
 
 
 class IssuedCode(TypedRecord, tag="issued"):

@@ -32,9 +32,9 @@ from regulator.protocol.vocab import (
     Severity,
 )
 
-PolicyName = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9-]*$")]
+PolicyName = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9-]*\Z")]
 PositiveInt = Annotated[int, msgspec.Meta(ge=1)]
-ModelId = Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9-]+/[^/\s]+$")]
+ModelId = Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9-]+/[^/\s]+\Z")]
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
 
 
