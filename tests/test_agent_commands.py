@@ -422,6 +422,8 @@ def test_a_file_that_still_has_except_is_refused_in_one_line_naming_what_replace
         ({"maxOperands": -1}, "ls.maxOperands", "expected `int` >= 0 (got -1)"),
         ({"subcommands": {"a b": {}}}, "ls.subcommands", "not a command name"),
         ({"flag": ["-l"]}, "ls.flag", "not a field"),
+        # Only a consent rule's own `except` is the old field, told what replaced it.
+        ({"except": ["-l"]}, "ls.except", "not a field of this record"),
     ],
 )
 def test_a_bad_read_only_entry_is_refused_naming_its_field(

@@ -65,3 +65,20 @@ def test_an_agents_yaml_that_does_not_check_is_kept_as_written_and_every_call_as
     # naming the snapshot's file and the line.
     with pytest.raises(PolicyError, match=r"a1\.definition/agents\.yaml:\d+: .*readOnly"):
         hook("PreToolUse", tool_name="Read", tool_input={"file_path": "README.md"})
+
+
+def test_a_snapshot_cut_short_leaves_no_other_agents_file_to_be_read_first(instance: Path) -> None:
+    # A snapshot interrupted before `complete` (or one an older regulator began) may hold an
+    # agents.yaml; taken again, the snapshot's agents.json must be the only agents file, since
+    # agents.yaml would be read first.
+    layout = Layout(instance)
+    directory = instance / ".regulator" / "sessions" / "u-1" / "a1.definition"
+    directory.mkdir(parents=True)
+    (directory / "agents.yaml").write_text(
+        SHIPPED.read_text().replace("readOnly: [Read,", "readOnly: [Bash, Read,")
+    )
+    definition = load_definition(instance)
+    assert take_snapshot(layout, "u-1", 1, definition) == directory
+    assert sorted(p.name for p in directory.glob("agents.*")) == ["agents.json"]
+    rules = load_agent_effects(session_definition(layout, "u-1", 1, definition))
+    assert "Bash" not in rules.agents["claude-code"].read_only

@@ -11,7 +11,7 @@ server, ``regulator tool``, the hooks) loads its definition from there. ``agents
 as ``agents.json``, the rules as they were checked at the start: the hook reads them on every
 tool call, and JSON needs no YAML parser.
 
-This module is light on purpose: the Claude Code hook finds a session's ``agents.yaml`` here on
+This module is light on purpose: the Claude Code hook finds a session's ``agents.json`` here on
 every tool call. Which unit a session key names (``session-<key>``, ``-2``, ``-3`` … for later
 runs of the same key) lives here too, for the same reason.
 """
@@ -25,7 +25,7 @@ from pathlib import Path
 
 from regulator.host.environment import SESSION_ENV
 from regulator.policy import POLICY_KINDS, Definition
-from regulator.policy.agent_effects import effects_path
+from regulator.policy.agent_effects import AGENTS_NAMES, effects_path
 from regulator.policy.loader import read_definition_text
 from regulator.store import Layout, is_valid_unit_id, write_text_atomic
 
@@ -114,6 +114,10 @@ def take_snapshot(layout: Layout, unit_id: str, attempt: int, definition: Defini
     for source, name in _files(definition):
         write_text_atomic(directory / name, read_definition_text(source))
     name, text = _agents_file(definition)
+    # One agents file: another name left by a snapshot cut short would be read first.
+    for other in AGENTS_NAMES:
+        if other != name:
+            (directory / other).unlink(missing_ok=True)
     write_text_atomic(directory / name, text)
     write_text_atomic(directory / _COMPLETE, "")
     return directory

@@ -138,9 +138,13 @@ class Verdict:
     person_act: bool = False
 
 
+#: The names a definition's agents file may have, the first found read.
+AGENTS_NAMES = ("agents.yaml", "agents.yml", "agents.json")
+
+
 def effects_path(definition: Definition) -> Path:
     if definition.root is not None:
-        for name in ("agents.yaml", "agents.yml", "agents.json"):
+        for name in AGENTS_NAMES:
             candidate = definition.root / name
             if candidate.is_file():
                 return candidate
@@ -166,10 +170,15 @@ def load_agent_effects_file(path: Path) -> AgentEffects:
         text,
         [
             # A field a file written for an older regulator may still have: say what replaced it.
-            (loc, EXCEPT_GONE if loc[-1:] == ("except",) and "consent" in loc else why)
+            (loc, EXCEPT_GONE if _consent_except(loc) else why)
             for loc, why in every_refusal(AgentEffects, data)
         ],
     )
+
+
+def _consent_except(loc: tuple[int | str, ...]) -> bool:
+    """Whether ``loc`` is a consent rule's ``except`` (``agents.<agent>.consent[i].except``)."""
+    return len(loc) == 5 and loc[2] == "consent" and isinstance(loc[3], int) and loc[4] == "except"
 
 
 def _outside(path: str, repository: Path) -> bool:
