@@ -4,7 +4,7 @@ Claude Code runs ``regulator hook claude-code`` before every tool call it matche
 process, so every millisecond of its start is latency on the agent's call. That exact command
 line, which ``regulator agent install`` writes, is dispatched here without argparse (its import
 and the hook parser's construction are a sixth of the hook's start); any other, the hook with
-a flag or ``--help`` included, goes to the full parser of :mod:`regulator.cli.main`.
+a flag or ``--help`` included, goes to :mod:`regulator.cli.main`, which parses it.
 """
 
 from __future__ import annotations

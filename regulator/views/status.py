@@ -409,8 +409,9 @@ def write_status_json(
     *,
     batch: int = 1000,
 ) -> None:
-    """The view as JSON (orjson, indented by two), redacted and inert, written in pieces
-    (``bytes``, or a ``memoryview`` of a batch's bytes).
+    """The view as JSON (indented by two), redacted and inert, written in pieces (``bytes``,
+    or a ``memoryview`` of a batch's bytes): the view's own fields by orjson, the lists of
+    records by msgspec (``_write_records``).
 
     The same bytes as encoding the whole redacted view at once; but when the view was built
     without its obligations (``build_status(..., obligations=False)``) the obligations and the
