@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 PROBE = """
@@ -203,32 +204,25 @@ def test_in_a_session_the_hook_answers_from_its_snapshot_without_yaml_or_argpars
     # snapshot keeps agents.yaml as checked JSON: a call that only reads imports neither PyYAML
     # nor argparse (together about a third of the hook's start).
     call = {"session_id": "s1", "cwd": str(instance)}
-    start = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            SESSION_HOOK.format(payloads=[{**call, "hook_event_name": "SessionStart"}]),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=instance,
-        check=True,
-    )
-    assert "session-claude-s1" in start.stdout
+
+    def run(payloads: Sequence[Mapping[str, object]]) -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-c", SESSION_HOOK.format(payloads=payloads)],
+            capture_output=True,
+            text=True,
+            cwd=instance,
+            check=True,
+        )
+        return done.stdout.strip().splitlines()
+
+    assert "session-claude-s1" in run([{**call, "hook_event_name": "SessionStart"}])[0]
     snapshot = instance / ".regulator" / "sessions" / "session-claude-s1" / "a1.definition"
     assert (snapshot / "agents.json").is_file() and not (snapshot / "agents.yaml").exists()
     reads = [
         {**call, "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": tool_input}
         for tool, tool_input in (("Read", {"file_path": "README.md"}), ("Bash", {"command": "ls"}))
     ]
-    done = subprocess.run(
-        [sys.executable, "-c", SESSION_HOOK.format(payloads=reads)],
-        capture_output=True,
-        text=True,
-        cwd=instance,
-        check=True,
-    )
-    *replies, imported = done.stdout.strip().splitlines()
+    *replies, imported = run(reads)
     assert [json.loads(r)["hookSpecificOutput"]["permissionDecision"] for r in replies] == [
         "allow",
         "allow",
