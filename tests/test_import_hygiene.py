@@ -24,11 +24,16 @@ print("TEXTUAL" if bad else "CLEAN")
 """
 
 
-def _imports_textual(args: list[str], cwd: Path) -> str:
-    result = subprocess.run(
-        [sys.executable, "-c", PROBE.format(args=args)], capture_output=True, text=True, cwd=cwd
+def _probe(source: str, cwd: Path) -> list[str]:
+    """What a fresh interpreter running ``source`` in ``cwd`` prints, line by line."""
+    done = subprocess.run(
+        [sys.executable, "-c", source], capture_output=True, text=True, cwd=cwd, check=True
     )
-    return result.stdout.strip().splitlines()[-1]
+    return done.stdout.strip().splitlines()
+
+
+def _imports_textual(args: list[str], cwd: Path) -> str:
+    return _probe(PROBE.format(args=args), cwd)[-1]
 
 
 def test_regulator_help_imports_no_textual(tmp_path: Path) -> None:
@@ -54,10 +59,7 @@ print(sorted(m for m in sys.modules if m == "pydantic" or m.startswith("pydantic
 
 def test_reading_and_refusing_a_record_imports_no_pydantic(tmp_path: Path) -> None:
     # The records are msgspec structs: pydantic (~50 ms of a start) is for definition files.
-    done = subprocess.run(
-        [sys.executable, "-c", RECORDS], capture_output=True, text=True, cwd=tmp_path, check=True
-    )
-    refusal, imported = done.stdout.strip().splitlines()
+    refusal, imported = _probe(RECORDS, tmp_path)
     assert refusal == "obligation-resolved: at: required, and missing"
     assert imported == "[]"
 
@@ -76,14 +78,7 @@ print(json.dumps(sorted(m for m in heavy if m in sys.modules)))
 
 
 def _hook(payload: dict[str, object], cwd: Path) -> tuple[dict[str, object], list[str]]:
-    done = subprocess.run(
-        [sys.executable, "-c", HOOK.format(payload=payload)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        check=True,
-    )
-    reply, imported = done.stdout.strip().splitlines()[-2:]
+    reply, imported = _probe(HOOK.format(payload=payload), cwd)[-2:]
     return json.loads(reply), json.loads(imported)
 
 
@@ -116,14 +111,7 @@ def test_the_hook_reads_agents_yaml_without_pydantic(instance: Path) -> None:
     call = {"hook_event_name": "PreToolUse", "session_id": "s1", "cwd": str(instance)}
     for tool, tool_input in (("Read", {"file_path": "README.md"}), ("Bash", {"command": "ls"})):
         payload = {**call, "tool_name": tool, "tool_input": tool_input}
-        done = subprocess.run(
-            [sys.executable, "-c", NO_PYDANTIC.format(payload=payload)],
-            capture_output=True,
-            text=True,
-            cwd=instance,
-            check=True,
-        )
-        reply, imported = done.stdout.strip().splitlines()[-2:]
+        reply, imported = _probe(NO_PYDANTIC.format(payload=payload), instance)[-2:]
         assert json.loads(reply)["hookSpecificOutput"]["permissionDecision"] == "allow"
         assert json.loads(imported) == []
 
@@ -143,14 +131,7 @@ def test_the_shell_parser_loads_for_a_bash_command_not_for_a_read(instance: Path
 
     def imported(tool: str, tool_input: dict[str, str]) -> list[str]:
         payload = {**call, "tool_name": tool, "tool_input": tool_input}
-        done = subprocess.run(
-            [sys.executable, "-c", PARSER.format(payload=payload)],
-            capture_output=True,
-            text=True,
-            cwd=instance,
-            check=True,
-        )
-        modules: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
+        modules: list[str] = json.loads(_probe(PARSER.format(payload=payload), instance)[-1])
         return modules
 
     assert imported("Read", {"file_path": "README.md"}) == []
@@ -177,14 +158,7 @@ def test_listing_obligations_reads_no_policy(instance: Path) -> None:
     # `obligations` only reads the log: the policies' pydantic models (~100 ms of a start)
     # come with a command that reads a policy, not with the authority check's module.
     for args in (["obligations", "--json"], ["obligations", "--all"]):
-        done = subprocess.run(
-            [sys.executable, "-c", LISTING.format(args=args)],
-            capture_output=True,
-            text=True,
-            cwd=instance,
-            check=True,
-        )
-        assert done.stdout.strip().splitlines()[-1] == "[]", args
+        assert _probe(LISTING.format(args=args), instance)[-1] == "[]", args
 
 
 SESSION_HOOK = """
@@ -206,14 +180,7 @@ def test_in_a_session_the_hook_answers_from_its_snapshot_without_yaml_or_argpars
     call = {"session_id": "s1", "cwd": str(instance)}
 
     def run(payloads: Sequence[Mapping[str, object]]) -> list[str]:
-        done = subprocess.run(
-            [sys.executable, "-c", SESSION_HOOK.format(payloads=payloads)],
-            capture_output=True,
-            text=True,
-            cwd=instance,
-            check=True,
-        )
-        return done.stdout.strip().splitlines()
+        return _probe(SESSION_HOOK.format(payloads=payloads), instance)
 
     assert "session-claude-s1" in run([{**call, "hook_event_name": "SessionStart"}])[0]
     snapshot = instance / ".regulator" / "sessions" / "session-claude-s1" / "a1.definition"
